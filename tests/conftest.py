@@ -1,0 +1,148 @@
+"""Shared fixtures: real git repositories built in temporary folders, and the real CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+THOR = ("A U Thor", "author@example.com")
+TOBY = ("Toby Mao", "toby@example.com")
+LOGPROBZ = ("logprobz", "logprobz@example.com")
+
+_CLOCK = [1_790_000_000]
+
+
+@pytest.fixture(autouse=True)
+def _git_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Hermetic git: no user config, a fixed committer, no pager."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "C O Mitter")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "committer@example.com")
+    monkeypatch.setenv("GIT_PAGER", "cat")
+    monkeypatch.delenv("CARRY_SERIES_DIR", raising=False)
+    monkeypatch.delenv("GIT_DIR", raising=False)
+    monkeypatch.delenv("GIT_WORK_TREE", raising=False)
+
+
+def git(cwd: Path, *args: str, env: dict[str, str] | None = None, input: bytes | None = None,
+        check: bool = True) -> str:
+    full = dict(os.environ, **(env or {}))
+    proc = subprocess.run(["git", *args], cwd=cwd, env=full, capture_output=True, input=input)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr.decode()}")
+    return proc.stdout.decode("utf-8", "replace").strip()
+
+
+@dataclass
+class CommitBuilder:
+    """A real repository that tests grow commit by commit (after rebasebot's fixture)."""
+
+    path: Path
+    clock: list[int] = field(default_factory=lambda: _CLOCK)
+
+    @classmethod
+    def init(cls, path: Path, branch: str = "main") -> CommitBuilder:
+        path.mkdir(parents=True, exist_ok=True)
+        git(path, "init", "-q", "-b", branch)
+        git(path, "config", "user.name", "C O Mitter")
+        git(path, "config", "user.email", "committer@example.com")
+        git(path, "config", "commit.gpgsign", "false")
+        return cls(path)
+
+    def write(self, files: dict[str, bytes | str | None]) -> None:
+        for name, content in files.items():
+            target = self.path / name
+            if content is None:
+                git(self.path, "rm", "-q", "--cached", name)
+                target.unlink()
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content.encode() if isinstance(content, str) else content)
+            git(self.path, "add", name)
+
+    def commit(
+        self,
+        message: str | bytes,
+        files: dict[str, bytes | str | None] | None = None,
+        author: tuple[str, str] = THOR,
+        date: str | None = None,
+        allow_empty: bool = False,
+    ) -> str:
+        if files:
+            self.write(files)
+        self.clock[0] += 3600
+        msg = message.encode() if isinstance(message, str) else message
+        env = {
+            "GIT_AUTHOR_NAME": author[0],
+            "GIT_AUTHOR_EMAIL": author[1],
+            "GIT_AUTHOR_DATE": date or f"@{self.clock[0]} +0200",
+            "GIT_COMMITTER_DATE": f"@{self.clock[0]} +0000",
+        }
+        tree = git(self.path, "write-tree")
+        parent = git(self.path, "rev-parse", "-q", "--verify", "HEAD", check=False)
+        args = ["commit-tree", tree] + (["-p", parent] if parent else [])
+        sha = git(self.path, *args, env=env, input=msg)
+        git(self.path, "update-ref", "HEAD", sha)
+        return sha
+
+    def mv(self, old: str, new: str) -> None:
+        git(self.path, "mv", old, new)
+
+    def rev(self, rev: str = "HEAD") -> str:
+        return git(self.path, "rev-parse", rev)
+
+    def tag(self, name: str, rev: str = "HEAD") -> None:
+        git(self.path, "tag", name, rev)
+
+    def branch(self, name: str, rev: str = "HEAD") -> None:
+        git(self.path, "branch", "-f", name, rev)
+
+    def checkout(self, rev: str) -> None:
+        git(self.path, "checkout", "-q", rev)
+
+    def raw(self, rev: str) -> bytes:
+        return subprocess.run(["git", "cat-file", "commit", rev], cwd=self.path,
+                              capture_output=True, check=True).stdout
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def run_carry(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Result:
+    """The real console entry point in a subprocess, as a user would run it."""
+    full = dict(os.environ, **(env or {}))
+    proc = subprocess.run([sys.executable, "-m", "carry", *args], cwd=cwd, env=full,
+                          capture_output=True, text=True)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> CommitBuilder:
+    """An upstream project with a little history, tagged `base`."""
+    b = CommitBuilder.init(tmp_path / "upstream")
+    b.commit("Initial import", {"src/core.py": "def f():\n    return 1\n",
+                                "README": "upstream\n"})
+    b.commit("Add helpers", {"src/util.py": "".join(f"def h{i}():\n    return {i}\n\n"
+                                                    for i in range(20))})
+    b.tag("base")
+    return b
+
+
+@pytest.fixture
+def series_root(tmp_path: Path) -> Iterator[Path]:
+    root = tmp_path / "series"
+    root.mkdir()
+    yield root

@@ -1,0 +1,3 @@
+from carry.cli import main
+
+main()

@@ -1,0 +1,170 @@
+"""`carry check`: audit authorship and trailers against the manifest's policy, and optionally
+against the original commits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from carry import patches as patchmod
+from carry import trailers as trailermod
+from carry.errors import CarryError
+from carry.git import Repo
+from carry.series import Policy, Series
+
+
+@dataclass
+class Finding:
+    kind: str  # violation | exception | difference | note
+    message: str
+
+
+@dataclass
+class PatchReport:
+    number: int
+    file: str
+    subject: str = ""
+    author: str = ""
+    email: str = ""
+    date: str = ""
+    origin: str = ""
+    trailers: list[dict[str, str]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.kind in ("violation", "difference") for f in self.findings)
+
+
+@dataclass
+class CheckReport:
+    series: str
+    version: int
+    status: str  # ok | violations | pending
+    policy: dict[str, object]
+    patches: list[PatchReport]
+    expected: list[dict[str, object]]
+    findings: list[Finding]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.status == "violations" else 0
+
+
+def policy_findings(patch: patchmod.Patch, policy: Policy) -> list[Finding]:
+    found: list[Finding] = []
+    tlist = patch.trailers
+    for key in policy.required:
+        present = trailermod.find(tlist, key)
+        exc = policy.exception_for(patch.number, key)
+        if not present and exc:
+            found.append(Finding("exception", f"no {key}: {exc.reason}"))
+        elif not present:
+            found.append(Finding("violation", f"missing required trailer {key}"))
+    for t in tlist:
+        if any(t.is_(k) for k in policy.person_trailers) and not trailermod.is_person(t.value):
+            found.append(Finding("violation", f"malformed {t.key}: {t.value!r} is not "
+                                              "'Name <email>'"))
+        elif not t.value.strip():
+            found.append(Finding("violation", f"empty trailer {t.key}"))
+    if patch.verbatim:
+        found.append(Finding("note", "exact " + " and ".join(patch.verbatim)
+                             + " kept in X-Carry headers (git am alone would alter it)"))
+    return found
+
+
+def expectation_findings(series: Series, report: PatchReport) -> list[Finding]:
+    found = []
+    for exp in series.manifest.expected:
+        if exp.patch != report.number:
+            continue
+        if exp.author != report.author:
+            found.append(Finding("violation", f"expected author {exp.author!r}, "
+                                              f"got {report.author!r}"))
+        have = {t["key"].lower() for t in report.trailers}
+        for key in exp.trailers:
+            if key.split(":")[0].strip().lower() not in have:
+                found.append(Finding("violation", f"expected trailer {key!r} is absent"))
+    return found
+
+
+def against_repo(patch: patchmod.Patch, repo: Repo, patch_ids: dict[str, str]) -> list[Finding]:
+    if not patch.origin or patch.origin == "0" * 40:
+        return [Finding("difference", "the patch names no original commit")]
+    try:
+        commit = repo.read_commit(patch.origin)
+    except CarryError:
+        return [Finding("difference", f"original commit {patch.origin[:12]} is not in "
+                                      f"{repo.path}")]
+    found = []
+    if (commit.author.name, commit.author.email) != (patch.author.name, patch.author.email):
+        found.append(Finding("difference", f"author: commit has {commit.author.name} "
+                                           f"<{commit.author.email}>"))
+    if commit.author.date != patch.author.date:
+        found.append(Finding("difference", f"author date: commit has {commit.author.date}, "
+                                           f"patch has {patch.author.date}"))
+    if commit.message != patch.message:
+        if trailermod.parse(commit.message) != patch.trailers:
+            found.append(Finding("difference", "trailers differ from the original commit"))
+        found.append(Finding("difference", "message differs from the original commit"))
+    pid_patch = patch_ids.get(f"patch:{patch.file}")
+    pid_commit = patch_ids.get(commit.sha)
+    if pid_patch != pid_commit:
+        found.append(Finding("difference", "patch-id differs from the original commit"))
+    return found
+
+
+def _patch_ids(repo: Repo, plist: list[patchmod.Patch]) -> dict[str, str]:
+    """Both sides' patch-ids in two processes, whatever the number of patches."""
+    ids: dict[str, str] = {}
+    stream = b"".join(b"commit %040d\n" % i + p.diff for i, p in enumerate(plist))
+    for pid, tag in repo.patch_ids(stream):
+        ids[f"patch:{plist[int(tag)].file}"] = pid
+    origins = [p.origin for p in plist if p.origin and repo.try_rev_parse(p.origin)]
+    if origins:
+        shown = repo.run("show", "--format=commit %H", "--full-index", "--binary",
+                         "--no-color", *origins).stdout
+        ids.update({commit: pid for pid, commit in repo.patch_ids(shown)})
+    return ids
+
+
+def run(series: Series, against: Repo | None = None) -> CheckReport:
+    m = series.manifest
+    policy = {
+        "required": m.policy.required,
+        "ai_attribution": m.policy.ai_attribution,
+        "exceptions": [vars(e) for e in m.policy.exceptions],
+    }
+    expected = [vars(e) for e in m.expected]
+    files = series.patches()
+    reports: list[PatchReport] = []
+    findings: list[Finding] = []
+    if not files:
+        status = "pending" if m.expected else "ok"
+        if m.expected:
+            findings.append(Finding("note", f"patches not imported yet: {len(m.expected)} "
+                                            "expected"))
+        return CheckReport(m.name, m.version, status, policy, [], expected, findings)
+    loaded: list[patchmod.Patch] = []
+    for pf in files:
+        report = PatchReport(pf.number, pf.name)
+        reports.append(report)
+        try:
+            patch = patchmod.load(pf.path, pf.number)
+        except CarryError as exc:
+            report.findings.append(Finding("violation", f"does not parse: {exc}"))
+            continue
+        loaded.append(patch)
+        report.subject, report.origin = patch.subject, patch.origin
+        report.author, report.email, report.date = (patch.author.name, patch.author.email,
+                                                    patch.author.date)
+        report.trailers = [{"key": t.key, "value": t.value} for t in patch.trailers]
+        report.findings += policy_findings(patch, m.policy)
+        report.findings += expectation_findings(series, report)
+    if against is not None:
+        ids = _patch_ids(against, loaded)
+        by_number = {r.number: r for r in reports}
+        for patch in loaded:
+            by_number[patch.number].findings += against_repo(patch, against, ids)
+    bad = any(not r.ok for r in reports)
+    return CheckReport(m.name, m.version, "violations" if bad else "ok", policy, reports,
+                       expected, findings)

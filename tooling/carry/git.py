@@ -1,0 +1,477 @@
+"""The one place that talks to git.
+
+Plumbing runs as subprocesses with bytes in and bytes out, so that messages, author names and
+patch bodies pass through untouched. Object reads go through one long-lived
+`git cat-file --batch` per repository (as git-revise does) instead of a process per object.
+GitPython is used where it saves code: opening and cloning repositories and reading identity.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from carry.errors import CarryError
+
+NULL_SHA = "0" * 40
+_FROM_LINE = re.compile(rb"^From ([0-9a-f]{40}) Mon Sep 17 00:00:00 2001$", re.M)
+
+# Options that make format-patch bytes independent of the user's configuration, so that
+# re-importing the same range writes the same bytes on any machine.
+FORMAT_PATCH_ARGS = (
+    "-k",
+    "--no-signature",
+    "--no-notes",
+    "--no-thread",
+    "--no-attach",
+    "--no-cover-letter",
+    "--encode-email-headers",
+    "--full-index",
+    "--binary",
+    "--find-renames",
+    "--no-color",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "--stat=72",
+)
+_STABLE_CONFIG = (
+    "-c",
+    "diff.noprefix=false",
+    "-c",
+    "diff.mnemonicPrefix=false",
+    "-c",
+    "diff.relative=false",
+    "-c",
+    "format.headers=",
+    "-c",
+    "core.quotePath=true",
+    "-c",
+    "diff.algorithm=myers",
+)
+
+
+class GitError(CarryError):
+    """A git command failed; carries git's own first line of complaint."""
+
+
+@dataclass(frozen=True)
+class Ident:
+    """An author or committer: name, email and the raw `<epoch> <tz>` date."""
+
+    name: str
+    email: str
+    date: str
+
+    @classmethod
+    def parse(cls, raw: str) -> Ident:
+        m = re.match(r"^(.*) <(.*)> (\d+ [+-]\d{4})$", raw)
+        if not m:
+            raise GitError(f"cannot parse identity line {raw!r}")
+        return cls(m.group(1), m.group(2), m.group(3))
+
+    def line(self) -> str:
+        return f"{self.name} <{self.email}> {self.date}"
+
+    def env(self, role: str) -> dict[str, str]:
+        return {
+            f"GIT_{role}_NAME": self.name,
+            f"GIT_{role}_EMAIL": self.email,
+            f"GIT_{role}_DATE": f"@{self.date}",
+        }
+
+
+@dataclass(frozen=True)
+class RawCommit:
+    sha: str
+    tree: str
+    parents: tuple[str, ...]
+    author: Ident
+    committer: Ident
+    message: bytes
+    encoding: str | None = None
+
+    @property
+    def subject(self) -> str:
+        return self.message.split(b"\n", 1)[0].decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    tree: str
+    clean: bool
+    conflicts: tuple[str, ...]
+
+
+@dataclass
+class Repo:
+    """A git repository on disk, addressed by its top-level (or bare) directory."""
+
+    path: Path
+    _catfile: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def open(cls, path: str | Path) -> Repo:
+        p = Path(path).expanduser()
+        if not p.exists():
+            raise CarryError(f"repository does not exist: {p}")
+        out = subprocess.run(
+            ["git", "-C", str(p), "rev-parse", "--show-toplevel", "--is-bare-repository"],
+            capture_output=True,
+        )
+        if out.returncode != 0:
+            raise CarryError(f"not a git repository: {p}")
+        lines = out.stdout.decode().splitlines()
+        if lines and lines[-1] == "true":
+            return cls(p.resolve())
+        return cls(Path(lines[0]).resolve())
+
+    @classmethod
+    def clone(cls, url: str, dest: Path) -> Repo:
+        """Clone a URL (bare, all refs), used when import is given a remote repository."""
+        import git as gitpython
+
+        try:
+            gitpython.Repo.clone_from(url, str(dest), bare=True)
+        except gitpython.GitCommandError as exc:
+            last = (exc.stderr or "").strip().splitlines()
+            raise CarryError(f"cannot clone {url}: {last[-1] if last else exc}") from None
+        return cls(dest.resolve())
+
+    # -- running ---------------------------------------------------------------------------
+
+    def run(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+        ok_codes: Sequence[int] = (0,),
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
+        full_env = None
+        if env:
+            full_env = dict(os.environ)
+            full_env.update(env)
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=str(cwd or self.path),
+            input=input,
+            capture_output=True,
+            env=full_env,
+        )
+        if check and proc.returncode not in ok_codes:
+            raise GitError(_complaint(args, proc.stderr or proc.stdout))
+        return proc
+
+    def out(self, *args: str, **kw: object) -> str:
+        return self.run(*args, **kw).stdout.decode("utf-8", "replace").strip()  # type: ignore[arg-type]
+
+    @property
+    def git_dir(self) -> Path:
+        return Path(self.out("rev-parse", "--absolute-git-dir"))
+
+    @property
+    def common_dir(self) -> Path:
+        d = Path(self.out("rev-parse", "--git-common-dir"))
+        return d if d.is_absolute() else (self.path / d).resolve()
+
+    def carry_dir(self) -> Path:
+        d = self.common_dir / "carry"
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    # -- refs and revisions ----------------------------------------------------------------
+
+    def rev_parse(self, rev: str, kind: str = "commit") -> str:
+        proc = self.run("rev-parse", "--verify", "--quiet", f"{rev}^{{{kind}}}", check=False)
+        if proc.returncode != 0:
+            raise CarryError(f"unknown revision {rev!r} in {self.path}")
+        return proc.stdout.decode().strip()
+
+    def try_rev_parse(self, rev: str, kind: str = "commit") -> str | None:
+        try:
+            return self.rev_parse(rev, kind)
+        except CarryError:
+            return None
+
+    def ref_exists(self, ref: str) -> bool:
+        return self.run("show-ref", "--verify", "--quiet", ref, check=False).returncode == 0
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        proc = self.run("merge-base", a, b, check=False)
+        return proc.stdout.decode().strip() or None
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        return self.run("merge-base", "--is-ancestor", a, b, check=False).returncode == 0
+
+    def rev_list(self, *args: str) -> list[str]:
+        return self.out("rev-list", *args).split()
+
+    def update_ref(self, ref: str, new: str, old: str | None = None, message: str = "carry") -> None:
+        args = ["update-ref", "-m", message, ref, new]
+        if old is not None:
+            args.append(old)
+        self.run(*args)
+
+    def delete_ref(self, ref: str) -> None:
+        self.run("update-ref", "-d", ref, check=False)
+
+    def for_each_ref(self, pattern: str, fmt: str = "%(refname)") -> list[str]:
+        return [line for line in self.out("for-each-ref", f"--format={fmt}", pattern).splitlines()]
+
+    def tags(self, pattern: str) -> list[str]:
+        return self.out("tag", "--list", pattern, "--sort=v:refname").split()
+
+    def fetch(self, remote: str) -> None:
+        self.run("fetch", "--quiet", "--tags", remote)
+
+    def remotes(self) -> list[str]:
+        return self.out("remote").split()
+
+    # -- objects ---------------------------------------------------------------------------
+
+    def _batch(self) -> subprocess.Popen[bytes]:
+        if self._catfile is None or self._catfile.poll() is not None:
+            self._catfile = subprocess.Popen(
+                ["git", "cat-file", "--batch"],
+                cwd=str(self.path),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
+        return self._catfile
+
+    def read_object(self, rev: str) -> tuple[str, str, bytes]:
+        """Return (sha, type, body) through the long-lived cat-file process."""
+        with self._lock:
+            proc = self._batch()
+            assert proc.stdin and proc.stdout
+            proc.stdin.write(rev.encode() + b"\n")
+            proc.stdin.flush()
+            header = proc.stdout.readline().decode().split()
+            if len(header) != 3:
+                raise CarryError(f"unknown object {rev!r} in {self.path}")
+            sha, kind, size = header
+            body = proc.stdout.read(int(size))
+            proc.stdout.read(1)
+        return sha, kind, body
+
+    def read_commit(self, rev: str) -> RawCommit:
+        sha, kind, body = self.read_object(rev)
+        if kind != "commit":
+            raise CarryError(f"{rev!r} is a {kind}, not a commit")
+        return parse_commit(sha, body)
+
+    def close(self) -> None:
+        if self._catfile is not None:
+            if self._catfile.stdin:
+                self._catfile.stdin.close()
+            self._catfile.wait()
+            self._catfile = None
+
+    def hash_object(self, data: bytes, kind: str = "blob") -> str:
+        return self.out("hash-object", "-w", "-t", kind, "--stdin", input=data)
+
+    # -- patches ---------------------------------------------------------------------------
+
+    def format_patch(self, base: str, head: str) -> list[tuple[str, bytes]]:
+        """Every commit of base..head as (sha, format-patch bytes), oldest first, one process."""
+        proc = self.run(
+            *_STABLE_CONFIG, "format-patch", "--stdout", *FORMAT_PATCH_ARGS, f"{base}..{head}"
+        )
+        return split_mbox(proc.stdout)
+
+    def patch_ids(self, diff_stream: bytes) -> list[tuple[str, str]]:
+        """(patch-id, commit) pairs for a `git log -p` or format-patch stream."""
+        out = self.run("patch-id", "--stable", input=diff_stream).stdout.decode()
+        pairs = []
+        for line in out.splitlines():
+            pid, _, commit = line.partition(" ")
+            pairs.append((pid, commit))
+        return pairs
+
+    def log_patches(self, rev_range: str, *extra: str) -> bytes:
+        return self.run(
+            *_STABLE_CONFIG, "log", "-p", "--no-merges", "--no-color", "--format=commit %H",
+            "--full-index", "--binary", *extra, rev_range,
+        ).stdout
+
+    # -- trees, indexes and commits without a worktree --------------------------------------
+
+    @contextmanager
+    def temp_index(self, tree: str | None = None) -> Iterator[dict[str, str]]:
+        """A private index file, so plumbing never touches the user's index or worktree."""
+        fd, name = tempfile.mkstemp(prefix="carry-index-", dir=str(self.carry_dir()))
+        os.close(fd)
+        os.unlink(name)
+        env = {"GIT_INDEX_FILE": name}
+        try:
+            if tree:
+                self.run("read-tree", tree, env=env)
+            yield env
+        finally:
+            for suffix in ("", ".lock"):
+                try:
+                    os.unlink(name + suffix)
+                except FileNotFoundError:
+                    pass
+
+    def apply_cached(self, patch: bytes, env: Mapping[str, str], three_way: bool = False) -> None:
+        args = ["apply", "--cached", "--whitespace=nowarn", "--allow-empty"]
+        if three_way:
+            args.append("--3way")
+        self.run(*args, input=patch, env=env)
+
+    def write_tree(self, env: Mapping[str, str]) -> str:
+        return self.out("write-tree", env=env)
+
+    def commit_tree(
+        self,
+        tree: str,
+        parents: Iterable[str],
+        message: bytes,
+        author: Ident,
+        committer: Ident | None = None,
+    ) -> str:
+        """A commit with an exact author and message; the committer is the running user."""
+        env = author.env("AUTHOR")
+        if committer is not None:
+            env.update(committer.env("COMMITTER"))
+        args = ["commit-tree", tree]
+        for p in parents:
+            args += ["-p", p]
+        with tempfile.NamedTemporaryFile(prefix="carry-msg-", delete=False) as fh:
+            fh.write(message)
+        try:
+            return self.out(*args, "-F", fh.name, env=env)
+        finally:
+            os.unlink(fh.name)
+
+    def merge_tree(self, ours: str, theirs: str) -> MergeResult:
+        """A worktree-free three-way merge; the merge base is found by git."""
+        proc = self.run(
+            "merge-tree", "--write-tree", "--name-only", "--no-messages", ours, theirs,
+            ok_codes=(0, 1),
+        )
+        lines = proc.stdout.decode("utf-8", "replace").splitlines()
+        return MergeResult(lines[0], proc.returncode == 0, tuple(x for x in lines[1:] if x))
+
+    def cherry_tree(self, commit: RawCommit, onto: str) -> MergeResult:
+        """Replay one commit's change onto `onto` without a worktree (git 2.39 recipe).
+
+        `merge-tree` in 2.39 has no --merge-base, so we graft onto's tree on the commit's own
+        parent: the merge base of that graft and the commit is then exactly the parent.
+        """
+        onto_tree = self.rev_parse(onto, "tree")
+        parent = commit.parents[0] if commit.parents else None
+        if parent is None:
+            raise CarryError(f"cannot replay root commit {commit.sha[:12]}")
+        graft = self.commit_tree(
+            onto_tree, [parent], b"carry graft\n", commit.author, commit.author
+        )
+        return self.merge_tree(graft, commit.sha)
+
+    def tree_entries(self, treeish: str, paths: Sequence[str] = ()) -> list[str]:
+        return self.out("ls-tree", "-r", "--name-only", treeish, "--", *paths).splitlines()
+
+    def diff_names(self, a: str, b: str) -> list[str]:
+        out = self.run("diff", "--name-only", "-z", "--no-renames", a, b).stdout
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+    def show_file(self, treeish: str, path: str) -> bytes | None:
+        proc = self.run("show", f"{treeish}:{path}", check=False)
+        return proc.stdout if proc.returncode == 0 else None
+
+    # -- worktrees -------------------------------------------------------------------------
+
+    def worktree_add(self, path: Path, commit: str) -> Repo:
+        self.run("worktree", "add", "--detach", "--force", str(path), commit)
+        return Repo(path.resolve())
+
+    def worktree_remove(self, path: Path) -> None:
+        self.run("worktree", "remove", "--force", "--force", str(path), check=False)
+        self.run("worktree", "prune", check=False)
+
+    def is_dirty(self) -> bool:
+        return bool(self.out("status", "--porcelain", "--untracked-files=no"))
+
+
+def mailinfo(mail: bytes) -> tuple[dict[str, str], bytes, bytes]:
+    """Split one mail with git's own parser into (headers, message body, diff).
+
+    `-k` keeps the subject whole: vLLM subjects start with tags like `[BugFix]` that plain
+    mailinfo would strip as if they were `[PATCH]`.
+    """
+    with tempfile.TemporaryDirectory(prefix="carry-mi-") as tmp:
+        msg, patch = Path(tmp, "msg"), Path(tmp, "patch")
+        proc = subprocess.run(
+            ["git", "mailinfo", "-k", "-u", "--quoted-cr=nowarn", str(msg), str(patch)],
+            input=mail, capture_output=True, cwd=tmp,
+        )
+        if proc.returncode != 0:
+            raise GitError(_complaint(("mailinfo",), proc.stderr))
+        headers: dict[str, str] = {}
+        for line in proc.stdout.decode("utf-8", "replace").splitlines():
+            key, sep, value = line.partition(": ")
+            if sep:
+                headers[key] = value
+        return headers, msg.read_bytes(), patch.read_bytes()
+
+
+def parse_commit(sha: str, body: bytes) -> RawCommit:
+    head, _, message = body.partition(b"\n\n")
+    tree = ""
+    parents: list[str] = []
+    author = committer = None
+    encoding = None
+    for line in head.split(b"\n"):
+        key, _, value = line.partition(b" ")
+        text = value.decode("utf-8", "surrogateescape")
+        if key == b"tree":
+            tree = text
+        elif key == b"parent":
+            parents.append(text)
+        elif key == b"author":
+            author = Ident.parse(text)
+        elif key == b"committer":
+            committer = Ident.parse(text)
+        elif key == b"encoding":
+            encoding = text
+    if author is None or committer is None:
+        raise GitError(f"commit {sha[:12]} has no author or committer")
+    return RawCommit(sha, tree, tuple(parents), author, committer, message, encoding)
+
+
+def split_mbox(stream: bytes) -> list[tuple[str, bytes]]:
+    """Split format-patch --stdout output on its own magic `From <sha>` lines only."""
+    starts = list(_FROM_LINE.finditer(stream))
+    out = []
+    for i, m in enumerate(starts):
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(stream)
+        out.append((m.group(1).decode(), stream[m.start() : end]))
+    return out
+
+
+def user_ident(repo: Repo) -> tuple[str, str] | None:
+    name = repo.run("config", "user.name", check=False).stdout.decode().strip()
+    email = repo.run("config", "user.email", check=False).stdout.decode().strip()
+    name = os.environ.get("GIT_COMMITTER_NAME", name)
+    email = os.environ.get("GIT_COMMITTER_EMAIL", email)
+    return (name, email) if name and email else None
+
+
+def _complaint(args: Sequence[str], stderr: bytes) -> str:
+    text = stderr.decode("utf-8", "replace").strip()
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    useful = next(
+        (ln for ln in lines if ln.startswith(("fatal:", "error:"))), lines[0] if lines else ""
+    )
+    cmd = next((a for a in args if not a.startswith("-") and "=" not in a), "git")
+    return f"git {cmd} failed: {useful or 'no output'}"

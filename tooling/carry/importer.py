@@ -1,0 +1,123 @@
+"""`carry import`: bring a range, a branch or a PR head into `series/<name>/`.
+
+Re-importing the same commits writes no byte; new content bumps the version and adds one
+changelog line. The range is read with one `format-patch` process.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from carry import patches as patchmod
+from carry import series as seriesmod
+from carry.errors import CarryError
+from carry.git import Repo
+from carry.series import Base, ChangelogEntry, Manifest
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    series: str
+    version: int
+    changed: bool
+    base: str
+    head: str
+    patches: list[str]
+    source: str
+
+
+def open_source(spec: str, workdir: Path) -> Repo:
+    """A local path, or a URL cloned (bare) into a temporary directory."""
+    if re.match(r"^[a-z+]+://", spec) or re.match(r"^[\w.-]+@[\w.-]+:", spec):
+        return Repo.clone(spec, workdir / "source.git")
+    return Repo.open(spec)
+
+
+def resolve_range(
+    repo: Repo, rng: str | None, branch: str | None, pr: int | None, base_ref: str
+) -> tuple[str, str, str]:
+    """Return (base commit, head commit, a description of the source)."""
+    given = [x for x in (rng, branch, pr) if x]
+    if len(given) != 1:
+        raise CarryError("give exactly one of --range, --branch or --pr")
+    if rng:
+        if ".." not in rng or "..." in rng:
+            raise CarryError(f"--range must look like BASE..HEAD, got {rng!r}")
+        base, head = rng.split("..", 1)
+        return repo.rev_parse(base or "HEAD"), repo.rev_parse(head or "HEAD"), rng
+    if not base_ref:
+        raise CarryError("--branch and --pr need a base ref", hint="pass --base REF")
+    base_sha = repo.rev_parse(base_ref)
+    if branch:
+        head, desc = repo.rev_parse(branch), f"branch {branch}"
+    else:
+        local = f"refs/carry/pull/{pr}"
+        if not repo.ref_exists(f"refs/pull/{pr}/head"):
+            remote = next(iter(repo.remotes()), None)
+            if remote is None:
+                raise CarryError(f"no refs/pull/{pr}/head in {repo.path} and no remote to fetch")
+            repo.run("fetch", "--quiet", remote, f"+refs/pull/{pr}/head:{local}")
+        else:
+            repo.update_ref(local, repo.rev_parse(f"refs/pull/{pr}/head"))
+        head, desc = repo.rev_parse(local), f"pull request #{pr}"
+    mb = repo.merge_base(base_sha, head)
+    if mb is None:
+        raise CarryError(f"{desc} shares no history with {base_ref}")
+    return mb, head, desc
+
+
+def run(
+    root: Path, name: str, source: str, rng: str | None = None, branch: str | None = None,
+    pr: int | None = None, base_ref: str | None = None, title: str | None = None,
+    today: str | None = None,
+) -> ImportResult:
+    existing = seriesmod.find(root, name) if (root / name / seriesmod.MANIFEST).exists() else None
+    if not seriesmod.NAME_RE.match(name):
+        raise CarryError(f"bad series name {name!r}: use lower-case letters, digits, '.', '-'")
+    with tempfile.TemporaryDirectory(prefix="carry-import-") as tmp:
+        repo = open_source(source, Path(tmp))
+        try:
+            ref = base_ref or (existing.manifest.base.ref if existing else "")
+            base, head, desc = resolve_range(repo, rng, branch, pr, ref)
+            commits = repo.rev_list("--reverse", "--topo-order", f"{base}..{head}")
+            if not commits:
+                raise CarryError(f"{desc} has no commits on top of {base[:12]}")
+            merges = repo.rev_list("--merges", f"{base}..{head}")
+            if merges:
+                raise CarryError(f"{desc} contains merge commit {merges[0][:12]}; "
+                                 "a series must be linear")
+            files = {}
+            for i, (sha, formatted) in enumerate(repo.format_patch(base, head), 1):
+                commit = repo.read_commit(sha)
+                files[patchmod.file_name(i, commit.subject)] = patchmod.render(commit, formatted)
+            if len(files) != len(commits):
+                raise CarryError(f"format-patch gave {len(files)} patches for {len(commits)} "
+                                 "commits; refusing to lose any")
+        finally:
+            repo.close()
+    manifest = existing.manifest if existing else Manifest(name=name, title="")
+    manifest.title = title or manifest.title or repo_subject(files)
+    old_files = {p.name: p.read() for p in existing.patches()} if existing else {}
+    changed = old_files != files or manifest.base.commit != base
+    if base_ref:
+        manifest.base = Base(ref=base_ref, commit=base)
+    else:
+        manifest.base = Base(ref=manifest.base.ref or base, commit=base)
+    if changed:
+        manifest.version += 1
+        date = today or dt.datetime.now(dt.UTC).date().isoformat()
+        summary = f"imported {len(files)} patches from {desc} onto {base[:12]}"
+        manifest.changelog.append(ChangelogEntry(manifest.version, date, summary))
+    seriesmod.write_series(root / name, manifest, files)
+    return ImportResult(name, manifest.version, changed, base, head, list(files), desc)
+
+
+def repo_subject(files: dict[str, bytes]) -> str:
+    first = next(iter(files.values()))
+    m = re.search(rb"^Subject: (.*)$", first, re.M)
+    return m.group(1).decode("utf-8", "replace") if m else "carried series"
+

@@ -1,0 +1,161 @@
+"""Patch files: git format-patch bytes in, exact commits out.
+
+git reads and writes the patches (`format-patch`, `mailinfo`), so a file is exactly what
+`git am` would see. Some commits cannot survive that trip: `git am` cuts a message at a `---`
+or `diff -` line, folds a multi-line subject, and trims whitespace. For those, and only those,
+the patch carries the exact message or author line in an extra `X-Carry-Message:` or
+`X-Carry-Author:` header (base64, folded). Every git tool ignores the header; carry prefers it.
+`carry check` lists the patches that needed it, so nothing is hidden.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from carry import trailers
+from carry.errors import CarryError
+from carry.git import GitError, Ident, RawCommit, mailinfo
+
+_HEADER_MESSAGE = b"X-Carry-Message"
+_HEADER_AUTHOR = b"X-Carry-Author"
+_FROM = re.compile(rb"^From ([0-9a-f]{40}) ")
+
+
+class PatchError(CarryError):
+    """A patch file that cannot be read as a commit."""
+
+
+@dataclass(frozen=True)
+class Patch:
+    number: int
+    file: str
+    origin: str
+    author: Ident
+    message: bytes
+    diff: bytes
+    verbatim: tuple[str, ...] = field(default=())
+
+    @property
+    def subject(self) -> str:
+        return self.message.split(b"\n", 1)[0].decode("utf-8", "replace")
+
+    @property
+    def trailers(self) -> list[trailers.Trailer]:
+        return trailers.parse(self.message)
+
+
+def parse(number: int, file: str, data: bytes) -> Patch:
+    """Read one patch file the way `git am` would, then apply any exact-value headers."""
+    head_end = data.find(b"\n\n")
+    if not data.startswith(b"From ") or head_end < 0:
+        raise PatchError(f"{file}: not a git format-patch file (no mail header)")
+    m = _FROM.match(data)
+    origin = m.group(1).decode() if m else ""
+    extra = _extra_headers(data[:head_end])
+    try:
+        headers, body, diff = mailinfo(data)
+    except GitError as exc:
+        raise PatchError(f"{file}: git mailinfo cannot read it: {exc}") from None
+    if not diff.strip():
+        raise PatchError(f"{file}: contains no diff")
+    if not diff.startswith((b"diff --git ", b"---", b"Index: ", b"GIT binary patch")) and (
+        b"\ndiff --git " not in diff
+    ):
+        raise PatchError(f"{file}: the diff is not in git format")
+    verbatim = []
+    if _HEADER_AUTHOR in extra:
+        author = Ident.parse(extra[_HEADER_AUTHOR].decode("utf-8", "surrogateescape"))
+        verbatim.append("author")
+    else:
+        author = _author(file, headers)
+    if _HEADER_MESSAGE in extra:
+        message = extra[_HEADER_MESSAGE]
+        verbatim.append("message")
+    else:
+        message = am_message(headers, body)
+    return Patch(number, file, origin, author, message, diff, tuple(verbatim))
+
+
+def load(path: Path, number: int) -> Patch:
+    return parse(number, path.name, path.read_bytes())
+
+
+def am_message(headers: dict[str, str], body: bytes) -> bytes:
+    subject = headers.get("Subject", "").encode()
+    return subject + b"\n" + (b"\n" + body if body.strip() else b"")
+
+
+def render(commit: RawCommit, formatted: bytes) -> bytes:
+    """Return the patch file for a commit: format-patch bytes, plus exact-value headers if the
+    plain file would not give back this commit's author or message."""
+    headers, body, _ = mailinfo(formatted)
+    extra: list[tuple[bytes, bytes]] = []
+    if am_message(headers, body) != commit.message:
+        extra.append((_HEADER_MESSAGE, commit.message))
+    try:
+        seen = _author("patch", headers)
+    except PatchError:
+        seen = None
+    if seen != commit.author:
+        extra.append((_HEADER_AUTHOR, commit.author.line().encode("utf-8", "surrogateescape")))
+    if not extra:
+        return formatted
+    head_end = formatted.index(b"\n\n")
+    lines = b"".join(_fold(name, value) for name, value in extra)
+    return formatted[:head_end + 1] + lines + formatted[head_end + 1 :]
+
+
+def file_name(number: int, subject: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", subject).strip("-.")[:52].rstrip("-.")
+    return f"{number:04d}-{slug or 'patch'}.patch"
+
+
+def _author(file: str, headers: dict[str, str]) -> Ident:
+    name, addr, date = headers.get("Author", ""), headers.get("Email", ""), headers.get("Date")
+    if not name or not addr:
+        raise PatchError(f"{file}: the patch has no author")
+    if not date:
+        raise PatchError(f"{file}: the patch has no author date")
+    return Ident(name, addr, git_date(file, date))
+
+
+def git_date(file: str, rfc2822: str) -> str:
+    """`Thu, 3 Dec 2026 08:02:56 +0100` -> `1796281376 +0100`, keeping the author's zone."""
+    parsed = email.utils.parsedate_tz(rfc2822)
+    if parsed is None or parsed[9] is None:
+        raise PatchError(f"{file}: cannot read the date {rfc2822!r}")
+    epoch = email.utils.mktime_tz(parsed)
+    offset = parsed[9]
+    sign = "-" if offset < 0 or rfc2822.rstrip().endswith("-0000") else "+"
+    hours, minutes = divmod(abs(offset) // 60, 60)
+    return f"{epoch} {sign}{hours:02d}{minutes:02d}"
+
+
+def _fold(name: bytes, value: bytes) -> bytes:
+    encoded = base64.b64encode(value)
+    chunks = [encoded[i : i + 76] for i in range(0, len(encoded), 76)] or [b""]
+    return name + b": " + b"\n ".join(chunks) + b"\n"
+
+
+def _extra_headers(head: bytes) -> dict[bytes, bytes]:
+    out: dict[bytes, bytes] = {}
+    current: bytes | None = None
+    for line in head.split(b"\n"):
+        if line[:1] in (b" ", b"\t") and current is not None:
+            out[current] += line.strip()
+            continue
+        key, sep, value = line.partition(b": ")
+        current = key if sep and key in (_HEADER_MESSAGE, _HEADER_AUTHOR) else None
+        if current is not None:
+            out[current] = value.strip()
+    decoded = {}
+    for key, value in out.items():
+        try:
+            decoded[key] = base64.b64decode(value, validate=True)
+        except ValueError:
+            raise PatchError(f"header {key.decode()} is not valid base64") from None
+    return decoded

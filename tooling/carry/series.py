@@ -1,0 +1,518 @@
+"""The series on disk: `series/<name>/series.toml`, `patches/NNNN-*.patch`, `cover.md`.
+
+Order has one source of truth, the patch file names. A patch keeps its number for life: when
+upstream absorbs patch 0001, the file goes and 0002 stays 0002, so the policy exceptions, the
+expectations and the provenance that name patch numbers stay true across versions.
+
+A whole series directory is replaced in one step: the new state is written to a sibling
+temporary directory and exchanged with the old one (`renameat2(RENAME_EXCHANGE)` where Linux
+has it), so a reader never sees half of a version and a crash never loses the old one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import re
+import shutil
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from carry.errors import CarryError
+
+SCHEMA = 1
+MANIFEST = "series.toml"
+COVER = "cover.md"
+PATCH_DIR = "patches"
+PATCH_NAME = re.compile(r"^(\d{4})-[A-Za-z0-9._-]*\.patch$")
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+T = TypeVar("T")
+
+
+class ManifestError(CarryError):
+    """A manifest field is wrong; the message names the file, the key and what was expected."""
+
+
+@dataclass
+class Repository:
+    repo: str
+    url: str = ""
+    remote: str = ""
+    branch: str = ""
+
+
+@dataclass
+class Base:
+    ref: str = ""
+    commit: str = ""
+
+
+@dataclass
+class Target:
+    """Where the series should apply: one ref, or the newest tags matching a pattern."""
+
+    name: str
+    ref: str = ""
+    tags: str = ""
+    latest: int = 1
+    kind: str = ""  # informational: main | release | dev
+
+
+@dataclass
+class Provenance:
+    pr: str
+    role: str  # origin | superseded | consolidated | upstream-equivalent | related
+    title: str = ""
+    author: str = ""
+    state: str = ""
+    draft: bool = False
+    patches: list[int] = field(default_factory=list)
+    merged_as: str = ""
+    into: str = ""
+    superseded_by: str = ""
+    note: str = ""
+
+
+ROLES = ("origin", "superseded", "consolidated", "upstream-equivalent", "related")
+
+
+@dataclass
+class TrailerException:
+    patch: int
+    trailers: list[str]
+    reason: str
+
+
+@dataclass
+class Policy:
+    required: list[str] = field(default_factory=lambda: ["Signed-off-by"])
+    ai_attribution: str = "Assisted-by"
+    person_trailers: list[str] = field(
+        default_factory=lambda: ["Signed-off-by", "Co-authored-by", "Reviewed-by", "Acked-by"]
+    )
+    exceptions: list[TrailerException] = field(default_factory=list)
+
+    def exception_for(self, number: int, trailer: str) -> TrailerException | None:
+        for exc in self.exceptions:
+            if exc.patch == number and trailer in exc.trailers:
+                return exc
+        return None
+
+
+@dataclass
+class Expected:
+    """A patch the manifest knows should exist, before (or to check) an import."""
+
+    patch: int
+    author: str
+    trailers: list[str] = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass
+class Hook:
+    """One `pre-commit run` step. An empty id runs every hook of the stage."""
+
+    id: str = ""
+    stage: str = ""
+    fallback: str = ""
+
+
+@dataclass
+class TestPlan:
+    image: str = ""
+    python: str = "python"
+    requirements: list[str] = field(default_factory=list)
+    pytest_args: list[str] = field(default_factory=lambda: ["-q", "-p", "no:cacheprovider"])
+    suites: list[str] = field(default_factory=list)
+    hooks: list[Hook] = field(default_factory=list)
+    diff_check: bool = True
+
+
+@dataclass
+class ChangelogEntry:
+    version: int
+    date: str
+    summary: str
+
+
+@dataclass
+class Manifest:
+    name: str
+    title: str
+    version: int = 0
+    upstream: Repository = field(default_factory=lambda: Repository(repo=""))
+    fork: Repository = field(default_factory=lambda: Repository(repo=""))
+    base: Base = field(default_factory=Base)
+    targets: list[Target] = field(default_factory=list)
+    provenance: list[Provenance] = field(default_factory=list)
+    policy: Policy = field(default_factory=Policy)
+    expected: list[Expected] = field(default_factory=list)
+    test: TestPlan = field(default_factory=TestPlan)
+    changelog: list[ChangelogEntry] = field(default_factory=list)
+
+    def target(self, name: str) -> Target:
+        for t in self.targets:
+            if t.name == name:
+                return t
+        known = ", ".join(t.name for t in self.targets) or "none"
+        raise CarryError(f"unknown target {name!r} for series {self.name} (known: {known})")
+
+
+@dataclass
+class PatchFile:
+    number: int
+    path: Path
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def read(self) -> bytes:
+        return self.path.read_bytes()
+
+
+@dataclass
+class Series:
+    """A loaded series directory."""
+
+    root: Path
+    manifest: Manifest
+    cover: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.root / MANIFEST
+
+    def patches(self) -> list[PatchFile]:
+        return list_patches(self.root / PATCH_DIR)
+
+
+# -- locating ----------------------------------------------------------------------------------
+
+
+def series_dir(explicit: str | Path | None = None) -> Path:
+    """--series-dir, then $CARRY_SERIES_DIR, then `series/` of the current checkout."""
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    env = os.environ.get("CARRY_SERIES_DIR")
+    if env:
+        return Path(env).expanduser().resolve()
+    here = Path.cwd().resolve()
+    for d in (here, *here.parents):
+        if (d / ".git").exists():
+            return d / "series"
+    return here / "series"
+
+
+def list_series(root: Path) -> list[Series]:
+    if not root.is_dir():
+        return []
+    out = []
+    for d in sorted(root.iterdir()):
+        if d.is_dir() and not d.name.startswith(".") and (d / MANIFEST).exists():
+            out.append(load(d))
+    return out
+
+
+def find(root: Path, name: str) -> Series:
+    d = root / name
+    if not (d / MANIFEST).exists():
+        known = ", ".join(s.name for s in list_series(root)) or "none"
+        raise CarryError(f"unknown series {name!r} in {root} (known: {known})")
+    return load(d)
+
+
+def list_patches(pdir: Path) -> list[PatchFile]:
+    if not pdir.is_dir():
+        return []
+    out = []
+    for p in sorted(pdir.iterdir()):
+        if p.name.startswith("."):
+            continue
+        m = PATCH_NAME.match(p.name)
+        if not m:
+            raise CarryError(f"{p}: not a patch file name (expected NNNN-slug.patch)")
+        out.append(PatchFile(int(m.group(1)), p))
+    numbers = [p.number for p in out]
+    if len(set(numbers)) != len(numbers):
+        raise CarryError(f"{pdir}: two patch files share a number")
+    return out
+
+
+# -- loading -----------------------------------------------------------------------------------
+
+
+class _Reader:
+    """Typed access to a TOML table that names the file and key in every error."""
+
+    def __init__(self, path: Path, table: dict[str, Any], where: str = "") -> None:
+        self.path, self.table, self.where = path, table, where
+
+    def _key(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def fail(self, key: str, expected: str, got: object) -> ManifestError:
+        shown = repr(got) if not isinstance(got, dict) else "a table"
+        return ManifestError(f"{self.path}: key '{self._key(key)}': expected {expected}, got {shown}")
+
+    def get(self, key: str, kind: type[T], default: T | None = None, required: bool = False) -> T:
+        if key not in self.table:
+            if required or default is None:
+                raise ManifestError(f"{self.path}: key '{self._key(key)}' is missing")
+            return default
+        value = self.table[key]
+        if kind is int and isinstance(value, bool) or not isinstance(value, kind):
+            raise self.fail(key, _describe(kind), value)
+        return value
+
+    def str(self, key: str, default: str = "", required: bool = False) -> str:
+        return self.get(key, str, default, required)
+
+    def strs(self, key: str, default: list[str] | None = None) -> list[str]:
+        value = self.get(key, list, list(default or []))
+        if not all(isinstance(v, str) for v in value):
+            raise self.fail(key, "a list of strings", value)
+        return list(value)
+
+    def ints(self, key: str) -> list[int]:
+        value = self.get(key, list, [])
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise self.fail(key, "a list of patch numbers", value)
+        return list(value)
+
+    def sub(self, key: str) -> _Reader:
+        return _Reader(self.path, self.get(key, dict, {}), self._key(key))
+
+    def subs(self, key: str) -> list[_Reader]:
+        items = self.get(key, list, [])
+        out = []
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise self.fail(f"{key}[{i}]", "a table", item)
+            out.append(_Reader(self.path, item, self._key(f"{key}[{i}]")))
+        return out
+
+
+def _describe(kind: type) -> str:
+    return {str: "a string", int: "an integer", bool: "true or false", list: "a list",
+            dict: "a table"}.get(kind, kind.__name__)
+
+
+def load(root: Path) -> Series:
+    path = root / MANIFEST
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CarryError(f"{path}: no manifest") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ManifestError(f"{path}: not UTF-8") from None
+    manifest = parse_manifest(path, data)
+    if manifest.name != root.name:
+        raise ManifestError(f"{path}: key 'name': expected {root.name!r} (the directory), "
+                            f"got {manifest.name!r}")
+    cover_path = root / COVER
+    cover = cover_path.read_text(encoding="utf-8") if cover_path.exists() else ""
+    series = Series(root, manifest, cover)
+    series.patches()  # validates the file names
+    return series
+
+
+def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
+    r = _Reader(path, data)
+    schema = r.get("schema", int, SCHEMA)
+    if schema != SCHEMA:
+        raise r.fail("schema", f"{SCHEMA}", schema)
+    name = r.str("name", required=True)
+    if not NAME_RE.match(name):
+        raise r.fail("name", "lower-case letters, digits, '.', '_' or '-'", name)
+    version = r.get("version", int, 0)
+    if version < 0:
+        raise r.fail("version", "an integer >= 0", version)
+    m = Manifest(name=name, title=r.str("title", required=True), version=version)
+    m.upstream = _repository(r.sub("upstream"))
+    m.fork = _repository(r.sub("fork"))
+    b = r.sub("base")
+    m.base = Base(ref=b.str("ref"), commit=b.str("commit"))
+    if m.base.commit and not re.fullmatch(r"[0-9a-f]{7,40}", m.base.commit):
+        raise b.fail("commit", "a hex commit id", m.base.commit)
+    for t in r.subs("target"):
+        target = Target(name=t.str("name", required=True), ref=t.str("ref"), tags=t.str("tags"),
+                        latest=t.get("latest", int, 1), kind=t.str("kind"))
+        if bool(target.ref) == bool(target.tags):
+            raise t.fail("ref", "exactly one of 'ref' or 'tags'", target.ref or None)
+        m.targets.append(target)
+    for p in r.subs("provenance"):
+        prov = Provenance(
+            pr=p.str("pr", required=True), role=p.str("role", required=True),
+            title=p.str("title"), author=p.str("author"), state=p.str("state"),
+            draft=p.get("draft", bool, False), patches=p.ints("patches"),
+            merged_as=p.str("merged_as"), into=p.str("into"),
+            superseded_by=p.str("superseded_by"), note=p.str("note"),
+        )
+        if prov.role not in ROLES:
+            raise p.fail("role", "one of " + ", ".join(ROLES), prov.role)
+        if not re.fullmatch(r"[\w.-]+/[\w.-]+#\d+", prov.pr):
+            raise p.fail("pr", "owner/repo#number", prov.pr)
+        m.provenance.append(prov)
+    pol = r.sub("policy")
+    m.policy = Policy(
+        required=pol.strs("required", ["Signed-off-by"]),
+        ai_attribution=pol.str("ai_attribution", "Assisted-by"),
+        person_trailers=pol.strs("person_trailers", Policy().person_trailers),
+    )
+    for e in pol.subs("exception"):
+        m.policy.exceptions.append(TrailerException(
+            patch=e.get("patch", int, required=True), trailers=e.strs("trailers"),
+            reason=e.str("reason", required=True)))
+    for e in r.subs("expect"):
+        m.expected.append(Expected(patch=e.get("patch", int, required=True),
+                                   author=e.str("author", required=True),
+                                   trailers=e.strs("trailers"), note=e.str("note")))
+    t = r.sub("test")
+    m.test = TestPlan(
+        image=t.str("image"), python=t.str("python", "python"),
+        requirements=t.strs("requirements"),
+        pytest_args=t.strs("pytest_args", TestPlan().pytest_args),
+        suites=t.strs("suites"), diff_check=t.get("diff_check", bool, True),
+    )
+    for h in t.subs("hook"):
+        m.test.hooks.append(Hook(id=h.str("id"), stage=h.str("stage"), fallback=h.str("fallback")))
+    for c in r.subs("changelog"):
+        m.changelog.append(ChangelogEntry(version=c.get("version", int, required=True),
+                                          date=c.str("date"), summary=c.str("summary")))
+    return m
+
+
+def _repository(r: _Reader) -> Repository:
+    return Repository(repo=r.str("repo"), url=r.str("url"), remote=r.str("remote"),
+                      branch=r.str("branch"))
+
+
+# -- saving ------------------------------------------------------------------------------------
+
+
+def dump_manifest(m: Manifest) -> str:
+    import tomli_w
+
+    def prune(d: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in d.items() if v not in ("", [], None, {}) and v is not False}
+
+    doc: dict[str, Any] = {"schema": SCHEMA, "name": m.name, "title": m.title,
+                           "version": m.version}
+    for key, repo in (("upstream", m.upstream), ("fork", m.fork)):
+        if repo.repo:
+            doc[key] = prune(vars(repo).copy())
+    doc["base"] = {"ref": m.base.ref, "commit": m.base.commit}
+    if m.targets:
+        doc["target"] = [prune({**vars(t), "latest": t.latest if t.tags else None})
+                         for t in m.targets]
+    if m.provenance:
+        doc["provenance"] = [prune(vars(p).copy()) for p in m.provenance]
+    pol: dict[str, Any] = {"required": m.policy.required,
+                           "ai_attribution": m.policy.ai_attribution,
+                           "person_trailers": m.policy.person_trailers}
+    if m.policy.exceptions:
+        pol["exception"] = [vars(e).copy() for e in m.policy.exceptions]
+    doc["policy"] = pol
+    if m.expected:
+        doc["expect"] = [prune(vars(e).copy()) for e in m.expected]
+    test = prune({k: v for k, v in vars(m.test).items() if k != "hooks"})
+    test["diff_check"] = m.test.diff_check
+    if m.test.hooks:
+        test["hook"] = [prune(vars(h).copy()) for h in m.test.hooks]
+    doc["test"] = test
+    if m.changelog:
+        doc["changelog"] = [vars(c).copy() for c in m.changelog]
+    return tomli_w.dumps(doc)
+
+
+def write_series(
+    root: Path, manifest: Manifest, patches: dict[str, bytes] | None, cover: str | None = None
+) -> bool:
+    """Write a whole series directory atomically; returns False when no byte would change.
+
+    `patches` maps file names to bytes and replaces the patch set; None keeps the current one.
+    """
+    manifest_text = dump_manifest(manifest)
+    parse_manifest(root / MANIFEST, tomllib.loads(manifest_text))  # never write what we can't read
+    old_patches = {p.name: p.read() for p in list_patches(root / PATCH_DIR)}
+    new_patches = old_patches if patches is None else patches
+    old_cover_path = root / COVER
+    old_cover = old_cover_path.read_text(encoding="utf-8") if old_cover_path.exists() else None
+    new_cover = old_cover if cover is None else cover
+    old_manifest = (root / MANIFEST).read_text("utf-8") if (root / MANIFEST).exists() else None
+    if (old_manifest, old_patches, old_cover) == (manifest_text, new_patches, new_cover):
+        return False
+    root.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.new-", dir=str(root.parent)))
+    tmp.chmod(0o755)
+    try:
+        (tmp / PATCH_DIR).mkdir()
+        for fname, data in new_patches.items():
+            (tmp / PATCH_DIR / fname).write_bytes(data)
+        if new_cover is not None:
+            (tmp / COVER).write_text(new_cover, encoding="utf-8")
+        for extra in root.iterdir() if root.is_dir() else ():
+            if extra.name not in (MANIFEST, COVER, PATCH_DIR):
+                _copy(extra, tmp / extra.name)
+        (tmp / MANIFEST).write_text(manifest_text, encoding="utf-8")
+        _fsync_tree(tmp)
+        _swap_in(tmp, root)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return True
+
+
+def save_manifest(series: Series) -> bool:
+    return write_series(series.root, series.manifest, None)
+
+
+def _copy(src: Path, dst: Path) -> None:
+    if src.is_dir():
+        shutil.copytree(src, dst)
+    else:
+        shutil.copy2(src, dst)
+
+
+def _fsync_tree(d: Path) -> None:
+    for p in d.rglob("*"):
+        if p.is_file():
+            with open(p, "rb") as fh:
+                os.fsync(fh.fileno())
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _swap_in(new: Path, root: Path) -> None:
+    """Put `new` at `root`; the old contents end up at `new`, which the caller removes."""
+    if not root.exists():
+        os.rename(new, root)
+        new.mkdir()
+        return
+    libc_name = ctypes.util.find_library("c")
+    if libc_name:
+        libc = ctypes.CDLL(libc_name, use_errno=True)
+        fn = getattr(libc, "renameat2", None)
+        if fn is not None:
+            rc = fn(_AT_FDCWD, os.fsencode(new), _AT_FDCWD, os.fsencode(root), _RENAME_EXCHANGE)
+            if rc == 0:
+                return
+    # Fallback: two renames; a crash between them leaves the old copy beside the new one.
+    old = new.with_name(new.name + ".old")
+    os.rename(root, old)
+    os.rename(new, root)
+    os.rename(old, new)

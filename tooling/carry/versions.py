@@ -1,0 +1,89 @@
+"""Series versions as tags in the toolkit repository (like git-pile's pile history).
+
+`series/<name>/vN` is a lightweight tag that points at a *tree*: a snapshot of the series
+directory made through a private index. No commit is needed, so a version can be tagged the
+moment it is written, before the maintainer commits anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from carry.errors import CarryError
+from carry.git import Repo
+from carry.series import MANIFEST, PATCH_DIR, PATCH_NAME, Series
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One version's files: the manifest text and the patches by file name."""
+
+    version: str
+    manifest: str
+    patches: dict[str, bytes]
+
+
+def tag_name(series: str, version: int) -> str:
+    return f"series/{series}/v{version}"
+
+
+def toolkit_repo(series: Series) -> Repo | None:
+    try:
+        return Repo.open(series.root)
+    except CarryError:
+        return None
+
+
+def tag(series: Series) -> str | None:
+    """Tag the current state as its version; returns the tag, or None outside a checkout.
+
+    An existing tag with other content is never moved: versions are immutable.
+    """
+    repo = toolkit_repo(series)
+    if repo is None or series.manifest.version == 0:
+        return None
+    with repo.temp_index() as env:
+        git_env = {**env, "GIT_WORK_TREE": str(series.root)}
+        repo.run("add", "-A", "--force", "--", ".", env=git_env, cwd=series.root)
+        tree = repo.write_tree(env)
+    name = tag_name(series.name, series.manifest.version)
+    existing = repo.try_rev_parse(f"refs/tags/{name}", "tree")
+    if existing == tree:
+        return name
+    if existing:
+        raise CarryError(f"tag {name} already holds other content; bump the version instead")
+    repo.run("tag", name, tree)
+    return name
+
+
+def read(series: Series, version: str) -> Snapshot:
+    """Files of `vN` from its tag, or of the working directory for 'current' or the
+    current version when that is not tagged yet."""
+    number = version.lstrip("v")
+    if version == "current" or (number.isdigit() and int(number) == series.manifest.version
+                                and not _has_tag(series, int(number))):
+        files = {p.name: p.read() for p in series.patches()}
+        return Snapshot(version, series.manifest_path.read_text("utf-8"), files)
+    if not number.isdigit():
+        raise CarryError(f"bad version {version!r}: expected vN or 'current'")
+    repo = toolkit_repo(series)
+    if repo is None:
+        raise CarryError(f"{series.root} is not in a git checkout, so it keeps no old versions")
+    name = tag_name(series.name, int(number))
+    tree = repo.try_rev_parse(f"refs/tags/{name}", "tree")
+    if tree is None:
+        known = ", ".join(t.rsplit("/", 1)[-1] for t in repo.tags(f"series/{series.name}/v*"))
+        raise CarryError(f"no version {version} of {series.name} (known: {known or 'none'})")
+    files: dict[str, bytes] = {}
+    for entry in repo.tree_entries(tree, [PATCH_DIR]):
+        fname = Path(entry).name
+        if PATCH_NAME.match(fname):
+            files[fname] = repo.run("cat-file", "blob", f"{tree}:{entry}").stdout
+    manifest = repo.run("cat-file", "blob", f"{tree}:{MANIFEST}").stdout.decode("utf-8")
+    return Snapshot(version, manifest, dict(sorted(files.items())))
+
+
+def _has_tag(series: Series, number: int) -> bool:
+    repo = toolkit_repo(series)
+    return bool(repo and repo.ref_exists(f"refs/tags/{tag_name(series.name, number)}"))

@@ -1,0 +1,101 @@
+"""Human and JSON views of each command's result, so cli.py stays free of formatting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from carry import render
+from carry.apply import ApplyResult
+from carry.check import CheckReport
+from carry.importer import ImportResult
+from carry.series import Series
+
+
+def _short(sha: str) -> str:
+    return sha[:12] if sha else "-"
+
+
+def show_import(r: ImportResult, as_json: bool) -> None:
+    if as_json:
+        return render.emit_json(r)
+    state = f"v{r.version}" if r.changed else f"unchanged at v{r.version}"
+    render.say(f"{r.series}: {len(r.patches)} patches from {r.source} "
+               f"(base {_short(r.base)}) -> {state}")
+    for p in r.patches:
+        render.say(f"  {p}")
+
+
+def show_check(r: CheckReport, as_json: bool) -> None:
+    if as_json:
+        return render.emit_json(r)
+    render.say(f"{r.series} v{r.version}: {r.status}")
+    pol = r.policy
+    render.say(f"  policy: required {', '.join(pol['required']) or 'nothing'}"  # type: ignore[arg-type]
+               f"; AI attribution via {pol['ai_attribution']}")
+    for f in r.findings:
+        render.say(f"  {f.kind}: {f.message}")
+    for e in r.expected:
+        trail = ", ".join(e["trailers"]) or "no trailers"  # type: ignore[arg-type]
+        render.say(f"  expects patch {e['patch']}: {e['author']} ({trail})")
+    for p in r.patches:
+        mark = "ok" if p.ok else "FAIL"
+        render.say(f"[{mark}] {p.file}  {p.subject}")
+        render.say(f"       author {p.author} <{p.email}>  date {p.date}")
+        for t in p.trailers:
+            render.say(f"       {t['key']}: {t['value']}")
+        for f in p.findings:
+            render.say(f"       {f.kind}: {f.message}")
+
+
+def show_apply(r: ApplyResult, as_json: bool) -> None:
+    if as_json:
+        return render.emit_json(r)
+    render.say(f"{r.series}: {len(r.patches)} commits on {_short(r.onto)} -> {r.branch} "
+               f"at {_short(r.head)}")
+    for p in r.patches:
+        render.say(f"  {_short(p.commit)} {p.subject} ({p.author})")
+
+
+def _summary(s: Series) -> dict[str, Any]:
+    m = s.manifest
+    return {
+        "name": m.name, "title": m.title, "version": m.version,
+        "patches": len(s.patches()), "expected": len(m.expected),
+        "base": {"ref": m.base.ref, "commit": m.base.commit},
+        "targets": [t.name for t in m.targets],
+    }
+
+
+def show_series_list(items: list[Series], as_json: bool) -> None:
+    if as_json:
+        return render.emit_json([_summary(s) for s in items])
+    rows = []
+    for s in items:
+        d = _summary(s)
+        count = str(d["patches"]) if d["patches"] or not d["expected"] else f"0/{d['expected']}"
+        rows.append([d["name"], f"v{d['version']}", count,
+                     f"{d['base']['ref']} {_short(d['base']['commit'])}",
+                     ", ".join(d["targets"])])
+    render.table("series", ["name", "version", "patches", "base", "targets"], rows)
+
+
+def show_series(s: Series, as_json: bool) -> None:
+    m = s.manifest
+    files = [{"number": p.number, "file": p.name} for p in s.patches()]
+    if as_json:
+        return render.emit_json({**render.to_data(m), "patch_files": files,
+                                 "cover": s.cover})
+    render.say(f"{m.name} v{m.version}: {m.title}")
+    render.say(f"  upstream {m.upstream.repo}  fork {m.fork.repo} ({m.fork.branch})")
+    render.say(f"  base {m.base.ref} {_short(m.base.commit)}")
+    for t in m.targets:
+        render.say(f"  target {t.name}: {t.ref or 'tags ' + t.tags}")
+    for p in m.provenance:
+        extra = f" merged as {p.merged_as}" if p.merged_as else ""
+        render.say(f"  {p.role}: {p.pr} {p.state}{extra} {p.title}".rstrip())
+    for f in files:
+        render.say(f"  {f['file']}")
+    if not files and m.expected:
+        render.say(f"  patches not imported yet: {len(m.expected)} expected")
+    for c in m.changelog:
+        render.say(f"  v{c.version} {c.date}: {c.summary}")

@@ -99,5 +99,6 @@ def run(series: Series, repo: Repo, onto: str, branch: str, force: bool,
         raise CarryError(f"series {series.name} has no patches yet", hint="run carry import")
     commits = materialize(repo, plist, onto_sha, progress=progress)
     repo.update_ref(ref, commits[-1], old or "0" * 40, message=f"carry apply {series.name}")
-    applied = [Applied(p.file, p.subject, p.author.name, c) for p, c in zip(plist, commits)]
+    applied = [Applied(p.file, p.subject, p.author.name, c)
+               for p, c in zip(plist, commits, strict=True)]
     return ApplyResult(series.name, onto_sha, ref, commits[-1], applied)

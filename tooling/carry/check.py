@@ -129,7 +129,7 @@ def _patch_ids(repo: Repo, plist: list[patchmod.Patch]) -> dict[str, str]:
 
 def run(series: Series, against: Repo | None = None) -> CheckReport:
     m = series.manifest
-    policy = {
+    policy: dict[str, object] = {
         "required": m.policy.required,
         "ai_attribution": m.policy.ai_attribution,
         "exceptions": [vars(e) for e in m.policy.exceptions],

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -215,7 +215,9 @@ class Repo:
     def rev_list(self, *args: str) -> list[str]:
         return self.out("rev-list", *args).split()
 
-    def update_ref(self, ref: str, new: str, old: str | None = None, message: str = "carry") -> None:
+    def update_ref(
+        self, ref: str, new: str, old: str | None = None, message: str = "carry"
+    ) -> None:
         args = ["update-ref", "-m", message, ref, new]
         if old is not None:
             args.append(old)
@@ -318,10 +320,8 @@ class Repo:
             yield env
         finally:
             for suffix in ("", ".lock"):
-                try:
+                with suppress(FileNotFoundError):
                     os.unlink(name + suffix)
-                except FileNotFoundError:
-                    pass
 
     def apply_cached(self, patch: bytes, env: Mapping[str, str], three_way: bool = False) -> None:
         args = ["apply", "--cached", "--whitespace=nowarn", "--allow-empty"]
@@ -412,7 +412,8 @@ def mailinfo(mail: bytes) -> tuple[dict[str, str], bytes, bytes]:
     with tempfile.TemporaryDirectory(prefix="carry-mi-") as tmp:
         msg, patch = Path(tmp, "msg"), Path(tmp, "patch")
         proc = subprocess.run(
-            ["git", "mailinfo", "-k", "-u", "--quoted-cr=nowarn", str(msg), str(patch)],
+            ["git", "mailinfo", "-k", "--encoding=UTF-8", "--no-scissors", "--quoted-cr=nowarn",
+             str(msg), str(patch)],
             input=mail, capture_output=True, cwd=tmp,
         )
         if proc.returncode != 0:

@@ -23,6 +23,11 @@ from carry.git import GitError, Ident, RawCommit, mailinfo
 _HEADER_MESSAGE = b"X-Carry-Message"
 _HEADER_AUTHOR = b"X-Carry-Author"
 _FROM = re.compile(rb"^From ([0-9a-f]{40}) ")
+# format-patch's separator: `---`, the diffstat, a blank line, then the first diff.
+_STAT_END = re.compile(
+    rb"^---\n(?: [^\n]*\n)*? \d+ files? changed[^\n]*\n\n(?=diff --git )", re.M
+)
+_PATCH_BREAK = re.compile(rb"^(?=diff -|Index: |---)", re.M)
 
 
 class PatchError(CarryError):
@@ -96,6 +101,7 @@ def render(commit: RawCommit, formatted: bytes) -> bytes:
     extra: list[tuple[bytes, bytes]] = []
     if am_message(headers, body) != commit.message:
         extra.append((_HEADER_MESSAGE, commit.message))
+        formatted = _safe_body(formatted)
     try:
         seen = _author("patch", headers)
     except PatchError:
@@ -107,6 +113,27 @@ def render(commit: RawCommit, formatted: bytes) -> bytes:
     head_end = formatted.index(b"\n\n")
     lines = b"".join(_fold(name, value) for name, value in extra)
     return formatted[:head_end + 1] + lines + formatted[head_end + 1 :]
+
+
+def _safe_body(formatted: bytes) -> bytes:
+    """Indent the body lines that `git mailinfo` would take for the start of the diff.
+
+    A message that quotes a diff (`diff --git`, `--- a/x`) would otherwise hand `git apply`
+    a broken patch. The exact message is in X-Carry-Message, so only the visible copy changes;
+    the result is kept only if mailinfo then finds exactly format-patch's own diff part.
+    """
+    head_end = formatted.index(b"\n\n") + 2
+    seps = list(_STAT_END.finditer(formatted, head_end))
+    if not seps:
+        return formatted
+    sep = seps[-1].start()
+    body = _PATCH_BREAK.sub(b" ", formatted[head_end:sep])
+    safe = formatted[:head_end] + body + formatted[sep:]
+    try:
+        _, _, diff = mailinfo(safe)
+    except GitError:
+        return formatted
+    return safe if diff == formatted[sep:] else formatted
 
 
 def file_name(number: int, subject: str) -> str:

@@ -263,7 +263,9 @@ class _Reader:
 
     def fail(self, key: str, expected: str, got: object) -> ManifestError:
         shown = repr(got) if not isinstance(got, dict) else "a table"
-        return ManifestError(f"{self.path}: key '{self._key(key)}': expected {expected}, got {shown}")
+        return ManifestError(
+            f"{self.path}: key '{self._key(key)}': expected {expected}, got {shown}"
+        )
 
     def get(self, key: str, kind: type[T], default: T | None = None, required: bool = False) -> T:
         if key not in self.table:
@@ -275,7 +277,7 @@ class _Reader:
             raise self.fail(key, _describe(kind), value)
         return value
 
-    def str(self, key: str, default: str = "", required: bool = False) -> str:
+    def text(self, key: str, default: str = "", required: bool = False) -> str:
         return self.get(key, str, default, required)
 
     def strs(self, key: str, default: list[str] | None = None) -> list[str]:
@@ -334,32 +336,32 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
     schema = r.get("schema", int, SCHEMA)
     if schema != SCHEMA:
         raise r.fail("schema", f"{SCHEMA}", schema)
-    name = r.str("name", required=True)
+    name = r.text("name", required=True)
     if not NAME_RE.match(name):
         raise r.fail("name", "lower-case letters, digits, '.', '_' or '-'", name)
     version = r.get("version", int, 0)
     if version < 0:
         raise r.fail("version", "an integer >= 0", version)
-    m = Manifest(name=name, title=r.str("title", required=True), version=version)
+    m = Manifest(name=name, title=r.text("title", required=True), version=version)
     m.upstream = _repository(r.sub("upstream"))
     m.fork = _repository(r.sub("fork"))
     b = r.sub("base")
-    m.base = Base(ref=b.str("ref"), commit=b.str("commit"))
+    m.base = Base(ref=b.text("ref"), commit=b.text("commit"))
     if m.base.commit and not re.fullmatch(r"[0-9a-f]{7,40}", m.base.commit):
         raise b.fail("commit", "a hex commit id", m.base.commit)
     for t in r.subs("target"):
-        target = Target(name=t.str("name", required=True), ref=t.str("ref"), tags=t.str("tags"),
-                        latest=t.get("latest", int, 1), kind=t.str("kind"))
+        target = Target(name=t.text("name", required=True), ref=t.text("ref"), tags=t.text("tags"),
+                        latest=t.get("latest", int, 1), kind=t.text("kind"))
         if bool(target.ref) == bool(target.tags):
             raise t.fail("ref", "exactly one of 'ref' or 'tags'", target.ref or None)
         m.targets.append(target)
     for p in r.subs("provenance"):
         prov = Provenance(
-            pr=p.str("pr", required=True), role=p.str("role", required=True),
-            title=p.str("title"), author=p.str("author"), state=p.str("state"),
+            pr=p.text("pr", required=True), role=p.text("role", required=True),
+            title=p.text("title"), author=p.text("author"), state=p.text("state"),
             draft=p.get("draft", bool, False), patches=p.ints("patches"),
-            merged_as=p.str("merged_as"), into=p.str("into"),
-            superseded_by=p.str("superseded_by"), note=p.str("note"),
+            merged_as=p.text("merged_as"), into=p.text("into"),
+            superseded_by=p.text("superseded_by"), note=p.text("note"),
         )
         if prov.role not in ROLES:
             raise p.fail("role", "one of " + ", ".join(ROLES), prov.role)
@@ -369,35 +371,36 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
     pol = r.sub("policy")
     m.policy = Policy(
         required=pol.strs("required", ["Signed-off-by"]),
-        ai_attribution=pol.str("ai_attribution", "Assisted-by"),
+        ai_attribution=pol.text("ai_attribution", "Assisted-by"),
         person_trailers=pol.strs("person_trailers", Policy().person_trailers),
     )
     for e in pol.subs("exception"):
         m.policy.exceptions.append(TrailerException(
             patch=e.get("patch", int, required=True), trailers=e.strs("trailers"),
-            reason=e.str("reason", required=True)))
+            reason=e.text("reason", required=True)))
     for e in r.subs("expect"):
         m.expected.append(Expected(patch=e.get("patch", int, required=True),
-                                   author=e.str("author", required=True),
-                                   trailers=e.strs("trailers"), note=e.str("note")))
+                                   author=e.text("author", required=True),
+                                   trailers=e.strs("trailers"), note=e.text("note")))
     t = r.sub("test")
     m.test = TestPlan(
-        image=t.str("image"), python=t.str("python", "python"),
+        image=t.text("image"), python=t.text("python", "python"),
         requirements=t.strs("requirements"),
         pytest_args=t.strs("pytest_args", TestPlan().pytest_args),
         suites=t.strs("suites"), diff_check=t.get("diff_check", bool, True),
     )
     for h in t.subs("hook"):
-        m.test.hooks.append(Hook(id=h.str("id"), stage=h.str("stage"), fallback=h.str("fallback")))
+        m.test.hooks.append(Hook(id=h.text("id"), stage=h.text("stage"),
+                                 fallback=h.text("fallback")))
     for c in r.subs("changelog"):
         m.changelog.append(ChangelogEntry(version=c.get("version", int, required=True),
-                                          date=c.str("date"), summary=c.str("summary")))
+                                          date=c.text("date"), summary=c.text("summary")))
     return m
 
 
 def _repository(r: _Reader) -> Repository:
-    return Repository(repo=r.str("repo"), url=r.str("url"), remote=r.str("remote"),
-                      branch=r.str("branch"))
+    return Repository(repo=r.text("repo"), url=r.text("url"), remote=r.text("remote"),
+                      branch=r.text("branch"))
 
 
 # -- saving ------------------------------------------------------------------------------------

@@ -63,8 +63,8 @@ def read(series: Series, version: str) -> Snapshot:
     number = version.lstrip("v")
     if version == "current" or (number.isdigit() and int(number) == series.manifest.version
                                 and not _has_tag(series, int(number))):
-        files = {p.name: p.read() for p in series.patches()}
-        return Snapshot(version, series.manifest_path.read_text("utf-8"), files)
+        current = {p.name: p.read() for p in series.patches()}
+        return Snapshot(version, series.manifest_path.read_text("utf-8"), current)
     if not number.isdigit():
         raise CarryError(f"bad version {version!r}: expected vN or 'current'")
     repo = toolkit_repo(series)

@@ -8,11 +8,13 @@ GitPython is used where it saves code: opening and cloning repositories and read
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
 import tempfile
 import threading
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -116,6 +118,7 @@ class Repo:
     path: Path
     _catfile: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _odb: tuple[Path, bool] | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, path: str | Path) -> Repo:
@@ -401,6 +404,161 @@ class Repo:
 
     def is_dirty(self) -> bool:
         return bool(self.out("status", "--porcelain", "--untracked-files=no"))
+
+    # -- replay plumbing (carry.rebase, carry.upstream, carry.rangediff) --------------------
+
+    def fork(self) -> Repo:
+        """Another handle on this repository, with its own cat-file process, for a thread."""
+        return Repo(self.path, _odb=self._odb)
+
+    def committer_ident(self) -> Ident:
+        """The running user as git itself would record them (config and GIT_COMMITTER_*)."""
+        return Ident.parse(self.out("var", "GIT_COMMITTER_IDENT"))
+
+    def _object_dir(self) -> Path | None:
+        """Where loose objects go; None when git must write them itself (sha256 or shared
+        repositories, whose formats and permissions carry does not reproduce)."""
+        if self._odb is None:
+            lines = self.out("rev-parse", "--git-path", "objects",
+                             "--show-object-format").splitlines()
+            shared = self.run("config", "--get", "core.sharedRepository", check=False).stdout
+            objects = Path(lines[0]) if os.path.isabs(lines[0]) else self.path / lines[0]
+            self._odb = (objects, len(lines) == 2 and lines[1] == "sha1" and not shared.strip())
+        return self._odb[0] if self._odb[1] else None
+
+    def write_object(self, kind: str, body: bytes) -> str:
+        """Store one object as a loose file exactly as git would, without starting a process:
+        a replay writes two commits per patch, and a process each would double its cost."""
+        objects = self._object_dir()
+        if objects is None:
+            return self.out("hash-object", "-w", "-t", kind, "--stdin", input=body)
+        data = b"%s %d\0" % (kind.encode(), len(body)) + body
+        sha = hashlib.sha1(data, usedforsecurity=False).hexdigest()
+        path = objects / sha[:2] / sha[2:]
+        if not path.exists():
+            path.parent.mkdir(exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=str(path.parent))
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(zlib.compress(data, 1))
+                os.chmod(tmp, 0o444)
+                os.replace(tmp, path)
+            except BaseException:
+                with suppress(FileNotFoundError):
+                    os.unlink(tmp)
+                raise
+        return sha
+
+    def write_commit(
+        self,
+        tree: str,
+        parents: Iterable[str],
+        message: bytes,
+        author: Ident,
+        committer: Ident,
+        encoding: str | None = None,
+    ) -> str:
+        """commit-tree without the process: the message and identities go in byte-exact."""
+        head = [f"tree {tree}", *(f"parent {p}" for p in parents),
+                f"author {author.line()}", f"committer {committer.line()}"]
+        if encoding:
+            head.append(f"encoding {encoding}")
+        raw = "\n".join(head).encode("utf-8", "surrogateescape") + b"\n\n" + message
+        return self.write_object("commit", raw)
+
+    def replay_tree(self, commit: RawCommit, onto_tree: str) -> MergeResult:
+        """`cherry_tree` with the graft written in-process: one git process per patch."""
+        if not commit.parents:
+            raise CarryError(f"cannot replay root commit {commit.sha[:12]}")
+        graft = self.write_commit(onto_tree, commit.parents[:1], b"carry graft\n",
+                                  commit.author, commit.author)
+        return self.merge_tree(graft, commit.sha)
+
+    def log_patch_ids(
+        self, revs: Sequence[str], paths: Sequence[str] = ()
+    ) -> list[tuple[str, str]]:
+        """(patch-id, commit) for the non-merge commits of `revs` that touch `paths`: one
+        `git log -p` piped into one `git patch-id --stable`, never a process per commit.
+
+        `--full-diff` keeps each selected commit's whole diff, so its patch-id is the real one;
+        a commit with the same patch-id as a patch touches the same paths, so the path limit
+        loses no match while sparing git the diff of every unrelated commit.
+        """
+        cmd = ["git", *_STABLE_CONFIG, "--literal-pathspecs", "log", "-p", "--no-merges",
+               "--no-color", "--format=commit %H", "--full-index", "--binary", "--full-diff",
+               *revs, "--", *paths]
+        with tempfile.TemporaryFile() as err:
+            log = subprocess.Popen(cmd, cwd=str(self.path), stdout=subprocess.PIPE, stderr=err)
+            assert log.stdout is not None
+            pid = subprocess.run(["git", "patch-id", "--stable"], cwd=str(self.path),
+                                 stdin=log.stdout, capture_output=True)
+            log.stdout.close()
+            if log.wait() != 0:
+                err.seek(0)
+                raise GitError(_complaint(("log",), err.read()))
+        if pid.returncode != 0:
+            raise GitError(_complaint(("patch-id",), pid.stderr))
+        pairs = []
+        for line in pid.stdout.decode().splitlines():
+            pid_, _, commit = line.partition(" ")
+            pairs.append((pid_, commit))
+        return pairs
+
+    def grep_log(self, revs: Sequence[str], needles: Sequence[str]) -> list[str]:
+        """Commits of `revs`, merges too, whose message holds any needle as a fixed string;
+        git does the search over the whole range in one process."""
+        if not needles:
+            return []
+        greps = [f"--grep={n}" for n in needles]
+        return self.out("log", "--fixed-strings", "--format=%H", *greps, *revs, "--").split()
+
+    def changed_paths(self, *revs: str) -> list[str]:
+        """Every path the commits of `revs` touch (both sides of a rename), in one process."""
+        out = self.run("log", "--format=", "--name-only", "--no-renames", "-z", *revs,
+                       "--").stdout
+        return sorted({p.decode("utf-8", "surrogateescape")
+                       for p in out.split(b"\0") if p.strip(b"\n")})
+
+    def version_tags(self, pattern: str) -> list[str]:
+        """Tags matching `pattern`, oldest version first; a release candidate sorts before
+        its release, so `v1.2.0` is newer than `v1.2.0rc1`."""
+        cfg: list[str] = []
+        for suffix in ("rc", "-rc", ".rc", "dev", ".dev", "-dev", "a", "b", "-alpha", "-beta"):
+            cfg += ["-c", f"versionsort.suffix={suffix}"]
+        return self.out(*cfg, "tag", "--list", pattern, "--sort=v:refname").split()
+
+    def cherry_pick_no_commit(self, commit: str) -> list[str]:
+        """Apply `commit` in this worktree with git's own conflict markers and no commit;
+        returns the conflicted paths (none when it applied)."""
+        proc = self.run("cherry-pick", "--no-commit", commit, check=False)
+        unmerged = self.unmerged_paths()
+        if proc.returncode != 0 and not unmerged:
+            raise GitError(_complaint(("cherry-pick",), proc.stderr or proc.stdout))
+        return unmerged
+
+    def unmerged_paths(self) -> list[str]:
+        out = self.run("ls-files", "--unmerged", "-z").stdout
+        names = {rec.partition(b"\t")[2].decode("utf-8", "surrogateescape")
+                 for rec in out.split(b"\0") if rec}
+        return sorted(names)
+
+    def stage_tracked(self) -> str:
+        """Stage every tracked file as it is now (resolving conflicts) and write the tree;
+        untracked files stay out, as with `git rebase --continue`."""
+        self.run("add", "--update", "--", ".")
+        return self.out("write-tree")
+
+    def set_ref(self, ref: str, new: str | None, old: str | None) -> None:
+        """Move, create (old None) or delete (new None) `ref`, only if it still holds `old`."""
+        expect = old or NULL_SHA
+        if new is None:
+            self.run("update-ref", "-m", "carry", "-d", ref, expect)
+        else:
+            self.run("update-ref", "-m", "carry", ref, new, expect)
+
+    def range_diff(self, *args: str, color: bool = False) -> str:
+        flag = "--color=always" if color else "--no-color"
+        return self.run("range-diff", flag, *args).stdout.decode("utf-8", "replace")
 
 
 def mailinfo(mail: bytes) -> tuple[dict[str, str], bytes, bytes]:

@@ -1,0 +1,242 @@
+"""What a target already contains: resolving targets, fetching, and finding the carried patches
+that upstream has absorbed.
+
+Drop detection never runs a git process per upstream commit. Patch-ids come from one
+path-limited `git log -p` piped into one `git patch-id --stable` (only commits that touch a
+carried path can share a patch-id with a carried patch); trailers and PR numbers come from one
+`git log --fixed-strings --grep` over the same range, so git does the searching.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from carry import trailers as trailermod
+from carry.errors import CarryError
+from carry.git import GitError, RawCommit, Repo
+from carry.patches import Patch
+from carry.series import Provenance, Series
+
+# Provenance roles whose `patches` say "this PR holds the same change as these patches".
+EQUIVALENT_ROLES = ("upstream-equivalent", "consolidated")
+_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+_USERINFO = re.compile(r"://[^/@\s]+@")
+
+
+@dataclass(frozen=True)
+class ResolvedTarget:
+    """A target pinned to a commit: `name` is the manifest's (with `@tag` for tag patterns)
+    or the ref exactly as the user gave it."""
+
+    name: str
+    ref: str
+    sha: str
+
+    @property
+    def slug(self) -> str:
+        return _SLUG.sub("-", self.name).strip("-.") or "target"
+
+
+@dataclass(frozen=True)
+class Carried:
+    """One patch of the series and the commit it is on its recorded base."""
+
+    number: int
+    file: str
+    patch: Patch
+    commit: RawCommit
+
+
+@dataclass(frozen=True)
+class Drop:
+    reason: str
+    upstream: str = ""
+
+
+def resolve(series: Series, repo: Repo, onto: Sequence[str],
+            names: Sequence[str]) -> list[ResolvedTarget]:
+    """`--onto` refs and `--target` names; neither means every target of the manifest."""
+    m = series.manifest
+    if not onto and not names:
+        names = [t.name for t in m.targets]
+        if not names:
+            raise CarryError(f"series {series.name} has no targets; pass --onto REF")
+    out: list[ResolvedTarget] = []
+    for ref in onto:
+        out.append(ResolvedTarget(ref, ref, repo.rev_parse(ref)))
+    for name in names:
+        t = m.target(name)
+        if t.ref:
+            sha = repo.try_rev_parse(t.ref)
+            if sha is None:
+                raise CarryError(f"target {name}: ref {t.ref!r} is not in {repo.path}",
+                                 hint="pass --fetch, or add the remote")
+            out.append(ResolvedTarget(name, t.ref, sha))
+            continue
+        tags = repo.version_tags(t.tags)[-max(t.latest, 1):]
+        if not tags:
+            raise CarryError(f"target {name}: no tag in {repo.path} matches {t.tags!r}",
+                             hint="pass --fetch to get the tags")
+        for tag in reversed(tags):
+            out.append(ResolvedTarget(f"{name}@{tag}", tag, repo.rev_parse(f"refs/tags/{tag}")))
+    seen: set[str] = set()
+    unique = []
+    for r in out:
+        if r.slug not in seen:
+            seen.add(r.slug)
+            unique.append(r)
+    return unique
+
+
+def fetch(series: Series, repo: Repo) -> list[str]:
+    """Fetch the manifest's remotes that this repository defines; returns their names."""
+    known = set(repo.remotes())
+    wanted = [r.remote for r in (series.manifest.upstream, series.manifest.fork) if r.remote]
+    fetched = []
+    for remote in dict.fromkeys(wanted):
+        if remote not in known:
+            continue
+        try:
+            repo.fetch(remote)
+        except GitError as exc:
+            # git's complaint can quote the remote URL, and a URL can hold a token.
+            raise CarryError(_USERINFO.sub("://***@", str(exc))) from None
+        fetched.append(remote)
+    if wanted and not fetched:
+        raise CarryError(f"none of the remotes {', '.join(wanted)} is defined in {repo.path}",
+                         hint="git remote add NAME URL")
+    return fetched
+
+
+def find_drops(repo: Repo, carried: Sequence[Carried], base: str, target: str,
+               provenance: Sequence[Provenance] = ()) -> dict[int, Drop]:
+    """The patches the target already has, each with its reason, decided before any replay."""
+    if not carried:
+        return {}
+    mb = repo.merge_base(base, target)
+    if mb == target:
+        upstream_revs: list[str] = []
+    else:
+        upstream_revs = [target, *([f"^{mb}"] if mb else []), f"^{base}"]
+    drops: dict[int, Drop] = {}
+    if upstream_revs:
+        _by_patch_id(repo, carried, base, upstream_revs, drops)
+        _by_message(repo, carried, upstream_revs, provenance, drops)
+    _by_reachability(repo, carried, target, mb, provenance, drops)
+    return drops
+
+
+def _by_patch_id(repo: Repo, carried: Sequence[Carried], base: str,
+                 upstream_revs: list[str], drops: dict[int, Drop]) -> None:
+    head = carried[-1].commit.sha
+    paths = repo.changed_paths(f"{base}..{head}")
+    if not paths:
+        return
+    pairs = repo.log_patch_ids([head, *upstream_revs], paths)
+    ours = {c.commit.sha for c in carried}
+    upstream: dict[str, str] = {}
+    mine: dict[str, str] = {}
+    for pid, commit in pairs:
+        if commit in ours:
+            mine[commit] = pid
+        else:
+            upstream.setdefault(pid, commit)  # log is newest first; keep the newest
+    for c in carried:
+        hit = upstream.get(mine.get(c.commit.sha, ""))
+        if hit and c.number not in drops:
+            drops[c.number] = Drop(f"patch-id equal to upstream {_describe(repo, hit)}", hit)
+
+
+def _by_message(repo: Repo, carried: Sequence[Carried], upstream_revs: list[str],
+                provenance: Sequence[Provenance], drops: dict[int, Drop]) -> None:
+    needles: list[str] = []
+    for c in carried:
+        for t in c.patch.trailers:
+            if t.is_("Change-Id") or t.is_("Link"):
+                needles.append(t.value)
+        if c.patch.origin:
+            needles.append(f"cherry picked from commit {c.patch.origin}")
+    equivalents = _equivalents(provenance)
+    for number in equivalents:
+        needles += [f"(#{number})", f"Merge pull request #{number} "]
+    needles = [n for n in dict.fromkeys(needles) if n.strip()]
+    hits = [repo.read_commit(sha) for sha in repo.grep_log(upstream_revs, needles)]
+    for commit in reversed(hits):  # oldest first, so a reason names the first upstream form
+        tlist = trailermod.parse(commit.message)
+        change_ids = {t.value for t in tlist if t.is_("Change-Id")}
+        links = {t.value for t in tlist if t.is_("Link")}
+        picked = {t.value.strip() for t in tlist if t.key == "(cherry picked from commit"}
+        for c in carried:
+            if c.number in drops:
+                continue
+            reason = _trailer_match(c, commit, change_ids, links, picked)
+            if reason:
+                drops[c.number] = Drop(f"{reason} {_describe(repo, commit.sha)}", commit.sha)
+        for number, provs in equivalents.items():
+            squash = commit.subject.rstrip().endswith(f"(#{number})")
+            merge = len(commit.parents) > 1 and commit.subject.startswith(
+                f"Merge pull request #{number} ")
+            if not (squash or merge):
+                continue
+            for prov in provs:
+                how = "squash-merged" if squash else "merged"
+                for n in prov.patches:
+                    if n not in drops and any(c.number == n for c in carried):
+                        drops[n] = Drop(f"provenance: {prov.pr} ({prov.role}) is {how} upstream "
+                                        f"as {_describe(repo, commit.sha)}", commit.sha)
+
+
+def _trailer_match(c: Carried, commit: RawCommit, change_ids: set[str], links: set[str],
+                   picked: set[str]) -> str:
+    for t in c.patch.trailers:
+        if t.is_("Change-Id") and t.value in change_ids:
+            return f"Change-Id {t.value} matches upstream"
+    if c.patch.origin and c.patch.origin in picked:
+        return f"upstream cherry-picked the original commit {c.patch.origin[:12]}:"
+    for t in c.patch.trailers:
+        # A Link can name a bug report that several commits share, so it only counts
+        # together with the same subject: the same patch, perhaps edited, landed upstream.
+        if t.is_("Link") and t.value in links and commit.subject == c.patch.subject:
+            return f"Link {t.value} and subject match upstream"
+    return ""
+
+
+def _by_reachability(repo: Repo, carried: Sequence[Carried], target: str, mb: str | None,
+                     provenance: Sequence[Provenance], drops: dict[int, Drop]) -> None:
+    """Recorded commits (`cherry picked from` trailers, `merged_as`) that the target holds."""
+    for c in carried:
+        if c.number in drops:
+            continue
+        for t in c.patch.trailers:
+            if t.key != "(cherry picked from commit":
+                continue
+            sha = repo.try_rev_parse(t.value.strip())
+            if sha and repo.is_ancestor(sha, target) and not (mb and repo.is_ancestor(sha, mb)):
+                drops[c.number] = Drop(f"cherry-picked from {_describe(repo, sha)}, which the "
+                                       "target contains", sha)
+                break
+    numbers = {c.number for c in carried}
+    for prov in provenance:
+        if prov.role not in EQUIVALENT_ROLES or not prov.merged_as or not prov.patches:
+            continue
+        sha = repo.try_rev_parse(prov.merged_as)
+        if sha is None or not repo.is_ancestor(sha, target):
+            continue
+        for n in prov.patches:
+            if n in numbers and n not in drops:
+                drops[n] = Drop(f"provenance: {prov.pr} ({prov.role}) merged as "
+                                f"{_describe(repo, sha)}, which the target contains", sha)
+
+
+def _equivalents(provenance: Sequence[Provenance]) -> dict[str, list[Provenance]]:
+    out: dict[str, list[Provenance]] = {}
+    for prov in provenance:
+        if prov.role in EQUIVALENT_ROLES and prov.patches:
+            out.setdefault(prov.pr.rsplit("#", 1)[1], []).append(prov)
+    return out
+
+
+def _describe(repo: Repo, sha: str) -> str:
+    return f"{sha[:12]} \"{repo.read_commit(sha).subject}\""

@@ -42,6 +42,16 @@ FORMAT_PATCH_ARGS = (
     "--src-prefix=a/",
     "--dst-prefix=b/",
     "--stat=72",
+    "--no-signoff",
+    "--no-add-header",
+    "--no-to",
+    "--no-cc",
+    "--no-from",
+    "--no-base",
+    "--no-force-in-body-from",
+    "--no-numbered",
+    "--pretty=email",
+    "--encoding=UTF-8",
 )
 _STABLE_CONFIG = (
     "-c",

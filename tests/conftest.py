@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -146,3 +147,26 @@ def series_root(tmp_path: Path) -> Iterator[Path]:
     root = tmp_path / "series"
     root.mkdir()
     yield root
+
+
+@pytest.fixture
+def make_series(series_root: Path) -> Callable[..., Any]:
+    """Import BRANCH of a CommitBuilder repo as a series (rebase tests), then set manifest
+    fields: `make_series(repo, "feature", targets=[...], provenance=[...])`."""
+
+    def make(repo: CommitBuilder, branch: str, base: str = "base", name: str = "demo",
+             **fields: Any) -> Any:
+        from carry import importer
+        from carry import series as seriesmod
+
+        importer.run(series_root, name, str(repo.path), branch=branch, base_ref=base,
+                     title="Demo series")
+        s = seriesmod.find(series_root, name)
+        if fields:
+            for key, value in fields.items():
+                setattr(s.manifest, key, value)
+            seriesmod.write_series(s.root, s.manifest, None)
+            s = seriesmod.find(series_root, name)
+        return s
+
+    return make

@@ -112,6 +112,65 @@ def series_show(name: Name, series_dir: SeriesDir = None, json: Json = False) ->
     views.show_series(series.find(_root(series_dir), name), json)
 
 
+# -- rebase and range-diff (F2) ----------------------------------------------------------------
+Refs = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+    "--onto", help="A branch, tag or commit to rebase onto; repeat for several.")]
+Targets = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+    "--target", help="A target name from the manifest; repeat. Default: every target.")]
+Flag = typer.Option
+
+
+@app.command()
+def rebase(
+    name: Name,
+    repo: RepoPath,
+    onto: Refs = None,
+    target: Targets = None,
+    branch: Annotated[Optional[str], Flag(  # noqa: UP045
+        help="Branch to write (default: carry/NAME/TARGET).")] = None,
+    refresh: Annotated[bool, Flag(help="Write the result back as the next version.")] = False,
+    fetch: Annotated[bool, Flag(help="Fetch the manifest's remotes first.")] = False,
+    dry_run: Annotated[bool, Flag("--dry-run", help="Report only; write no ref.")] = False,
+    continue_: Annotated[bool, Flag("--continue", help="Go on after a resolved conflict.")] = False,
+    skip: Annotated[bool, Flag("--skip", help="Leave the conflicting patch out.")] = False,
+    abort: Annotated[bool, Flag("--abort", help="Undo the stopped rebase.")] = False,
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """Replay the series onto its targets without a worktree, dropping what upstream has."""
+    from carry import rebase as rebasemod
+    from carry import series, views
+    from carry.git import Repo
+
+    opts = rebasemod.Options(onto or [], target or [], branch, refresh, fetch, dry_run)
+    outcome = rebasemod.command(series.find(_root(series_dir), name), Repo.open(repo), opts,
+                                continue_=continue_, skip=skip, abort_=abort)
+    views.show_rebase(outcome, json)
+    raise typer.Exit(rebasemod.exit_code(outcome))
+
+
+@app.command("range-diff")
+def range_diff(
+    name: Name,
+    old: Annotated[str, typer.Argument(help="The old version: vN, or 'current'.")],
+    repo: RepoPath,
+    new: Annotated[Optional[str], typer.Argument(  # noqa: UP045
+        help="The new version (default: current).")] = None,
+    against: Annotated[Optional[str], Flag(  # noqa: UP045
+        help="Compare OLD with a branch instead: BASE..HEAD, or a rebased ref.")] = None,
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """Rebuild two versions (or one and a branch) as commits and show `git range-diff`."""
+    from carry import rangediff, series, views
+    from carry.git import Repo
+
+    result = rangediff.run(series.find(_root(series_dir), name), Repo.open(repo), old, new,
+                           against, color=not json and sys.stdout.isatty())
+    views.show_range_diff(result, json)
+# -- end rebase and range-diff (F2)
+
+
 def main() -> None:
     import click
 

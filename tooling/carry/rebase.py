@@ -556,5 +556,25 @@ def changelog_line(result: TargetResult) -> str:
     return "; ".join(parts)
 
 
-def exit_code(results: Sequence[TargetResult]) -> int:
-    return 0 if all(r.status == "applied" for r in results) else 1
+def command(series: Series, repo: Repo, opts: Options, continue_: bool = False,
+            skip: bool = False, abort_: bool = False) -> list[TargetResult] | list[Aborted]:
+    """The `carry rebase` entry point: a new rebase, or one of the three ways to resume."""
+    actions = [n for n, on in (("--continue", continue_), ("--skip", skip), ("--abort", abort_))
+               if on]
+    if len(actions) > 1:
+        raise CarryError(f"give at most one of {', '.join(actions)}")
+    if not actions:
+        return run(series, repo, opts)
+    extra = [n for n, on in (("--branch", opts.branch), ("--refresh", opts.refresh),
+                             ("--fetch", opts.fetch), ("--dry-run", opts.dry_run)) if on]
+    if extra:
+        raise CarryError(f"{actions[0]} resumes the saved rebase; {', '.join(extra)} cannot "
+                         "change it now")
+    which = [*opts.onto, *opts.targets]
+    if abort_:
+        return abort(series, repo, which)
+    return resume(series, repo, "skip" if skip else "continue", which)
+
+
+def exit_code(results: Sequence[TargetResult] | Sequence[Aborted]) -> int:
+    return 0 if all(isinstance(r, Aborted) or r.status == "applied" for r in results) else 1

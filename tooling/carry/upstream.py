@@ -23,6 +23,7 @@ from carry.series import Provenance, Series
 EQUIVALENT_ROLES = ("upstream-equivalent", "consolidated")
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 _USERINFO = re.compile(r"://[^/@\s]+@")
+_PRERELEASE = re.compile(r"\d[.-]?(?:rc|dev|alpha|beta|pre|a|b)[.-]?\d*$")
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def resolve(series: Series, repo: Repo, onto: Sequence[str],
                                  hint="pass --fetch, or add the remote")
             out.append(ResolvedTarget(name, t.ref, sha))
             continue
-        tags = repo.version_tags(t.tags)[-max(t.latest, 1):]
+        tags = release_tags(repo, t.tags)[-max(t.latest, 1):]
         if not tags:
             raise CarryError(f"target {name}: no tag in {repo.path} matches {t.tags!r}",
                              hint="pass --fetch to get the tags")
@@ -88,6 +89,12 @@ def resolve(series: Series, repo: Repo, onto: Sequence[str],
             seen.add(r.slug)
             unique.append(r)
     return unique
+
+
+def release_tags(repo: Repo, pattern: str) -> list[str]:
+    """Tags matching `pattern`, oldest version first, without release candidates and dev
+    tags: a release target follows releases (`v0.34.0`, not `v0.35.0rc1`)."""
+    return [t for t in repo.version_tags(pattern) if not _PRERELEASE.search(t)]
 
 
 def fetch(series: Series, repo: Repo) -> list[str]:

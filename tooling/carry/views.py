@@ -99,3 +99,55 @@ def show_series(s: Series, as_json: bool) -> None:
         render.say(f"  patches not imported yet: {len(m.expected)} expected")
     for c in m.changelog:
         render.say(f"  v{c.version} {c.date}: {c.summary}")
+
+
+# -- rebase and range-diff (F2) ----------------------------------------------------------------
+def show_rebase(results: list[Any], as_json: bool) -> None:
+    from carry.rebase import Aborted, TargetResult
+
+    if as_json:
+        return render.emit_json(results)
+    for a in results:
+        if not isinstance(a, Aborted):
+            continue
+        back = f"; {a.branch} put back" if a.restored else ""
+        render.say(f"{a.series}: aborted the rebase onto {a.target}{back}")
+    rows: list[TargetResult] = [r for r in results if isinstance(r, TargetResult)]
+    if not rows:
+        return None
+    render.table(f"rebase {rows[0].series}", ["target", "status", "clean", "conflicts",
+                                              "drops", "head"],
+                 [[r.target, r.status + (" (dry run)" if r.dry_run else ""),
+                   str(r.count("applied")), str(r.count("conflict")),
+                   str(r.count("dropped")), _short(r.head)] for r in rows])
+    for r in rows:
+        for p in r.patches:
+            if p.status in ("dropped", "skipped") or p.reason:
+                render.say(f"  {r.target}: {p.file} {p.status}: {p.reason}")
+        if r.message:
+            render.say(f"  {r.target}: {r.message}")
+        if r.updated:
+            render.say(f"  {r.target}: {r.branch} -> {_short(r.head)}")
+        if r.conflict:
+            c = r.conflict
+            render.say(f"  {r.target}: CONFLICT in {c.file} \"{c.subject}\" by {c.author}")
+            render.say(f"    paths: {', '.join(c.paths) or '(none reported)'}")
+            if c.worktree:
+                render.say(f"    resolve in {c.worktree}, then: carry rebase {r.series} --repo "
+                           f"REPO --continue (or --skip, --abort)")
+        if r.refreshed:
+            render.say(f"  {r.series} is now v{r.refreshed['version']}"
+                       f"{' (tag ' + r.refreshed['tag'] + ')' if r.refreshed['tag'] else ''}")
+    return None
+
+
+def show_range_diff(r: Any, as_json: bool) -> None:
+    if as_json:
+        return render.emit_json(r)
+    import sys
+
+    if not r.output:
+        render.say(f"{r.series}: {r.old.label} and {r.new.label} both have no patches")
+    sys.stdout.write(r.output)
+    return None
+# -- end rebase and range-diff (F2)

@@ -96,6 +96,36 @@ def apply(
     views.show_apply(result, json)
 
 
+@app.command()
+def validate(
+    name: Name,
+    repo: RepoPath,
+    onto: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="Build the series on this commit, branch or tag, then validate the result.")] = None,
+    commit: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="Validate this commit, whose last N commits are the series.")] = None,
+    engine: Annotated[str, typer.Option(help="Where to run: docker, podman or local.")] = "podman",
+    python: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="Interpreter for the steps (default: the plan's [test].python).")] = None,
+    baseline: Annotated[bool, typer.Option(
+        help="Also run the series' tests on the unfixed base: they must fail there.")] = False,
+    no_cache: Annotated[bool, typer.Option(
+        "--no-cache", help="Run even if this exact input was validated before.")] = False,
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """Run the series' test plan (pytest suites, pre-commit hooks, git diff --check)."""
+    from carry import render, series, views
+    from carry.git import Repo
+    from carry.validate import run as validate_run
+
+    report = validate_run.run(series.find(_root(series_dir), name), Repo.open(repo), onto, commit,
+                              engine, python, baseline, not no_cache,
+                              progress=None if json else render.progress("validating"))
+    views.show_validate(report, json)
+    raise typer.Exit(report.exit_code)
+
+
 @series_app.command("list")
 def series_list(series_dir: SeriesDir = None, json: Json = False) -> None:
     """A table of every series: name, version, patches, base and targets."""

@@ -415,6 +415,40 @@ class Repo:
     def is_dirty(self) -> bool:
         return bool(self.out("status", "--porcelain", "--untracked-files=no"))
 
+    # -- validation support (carry.validate) ----------------------------------------------
+
+    def changed_files(self, a: str, b: str) -> list[str]:
+        """The files `b` changes against `a` that still exist: what hooks get as --files."""
+        out = self.run("diff", "--name-only", "-z", "--no-renames", "--diff-filter=d",
+                       a, b).stdout
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+    def diff_check(self, a: str, b: str) -> tuple[bool, bytes]:
+        """`git diff --check a b`: (clean, git's own report of whitespace errors)."""
+        proc = self.run("diff", "--check", "--no-color", a, b, check=False)
+        if proc.returncode not in (0, 1, 2):
+            raise GitError(_complaint(("diff", "--check"), proc.stderr))
+        return proc.returncode == 0, proc.stdout + proc.stderr
+
+    def overlay_tree(self, base: str, source: str, paths: Sequence[str]) -> str:
+        """`base`'s tree with `paths` as `source` has them (removed where it has none), built
+        in a private index so no worktree or user index is touched."""
+        listed = self.run("--literal-pathspecs", "ls-tree", "-z", "-r", source, "--",
+                          *paths).stdout
+        entries: dict[bytes, bytes] = {}
+        for rec in listed.split(b"\0"):
+            if rec:
+                meta, _, path = rec.partition(b"\t")
+                mode, _, sha = meta.split(b" ", 2)
+                entries[path] = mode + b" " + sha
+        info = b""
+        for p in paths:
+            key = p.encode("utf-8", "surrogateescape")
+            info += (entries.get(key) or b"0 " + NULL_SHA.encode()) + b"\t" + key + b"\0"
+        with self.temp_index(base) as env:
+            self.run("update-index", "-z", "--index-info", input=info, env=env)
+            return self.write_tree(env)
+
     # -- replay plumbing (carry.rebase, carry.upstream, carry.rangediff) --------------------
 
     def fork(self) -> Repo:

@@ -9,6 +9,7 @@ from carry.apply import ApplyResult
 from carry.check import CheckReport
 from carry.importer import ImportResult
 from carry.series import Series
+from carry.validate.results import Report
 
 
 def _short(sha: str) -> str:
@@ -151,3 +152,70 @@ def show_range_diff(r: Any, as_json: bool) -> None:
     sys.stdout.write(r.output)
     return None
 # -- end rebase and range-diff (F2)
+
+
+def show_validate(r: Report, as_json: bool) -> None:
+    if as_json:
+        return render.emit_json({**render.to_data(r), "exit_code": r.exit_code})
+    where = f"{r.engine} {r.image}" if r.image else f"{r.engine} {r.python}"
+    render.say(f"{r.series} v{r.version}: validate on {r.onto_ref} ({_short(r.onto)}), "
+               f"result {_short(r.head)} (tree {_short(r.head_tree)}), {where}"
+               + (" [cached]" if r.cached else ""))
+    for s in r.steps:
+        mark = "ok" if s.ok else s.status.upper()
+        render.say(f"  [{mark}] {s.name} ({s.seconds:.1f}s)  {s.command}")
+        if s.note:
+            render.say(f"       {s.note}")
+        if s.kind == "pytest" and r.tests:
+            for c in r.tests.suites:
+                render.say(f"       {c.suite}: {c.passed} passed, {c.failed} failed, "
+                           f"{c.skipped} skipped, {c.errors} errors")
+            for f in r.tests.failures:
+                render.say(f"       {f.kind.upper()} {f.test} - {f.message}".rstrip(" -"))
+    b = r.baseline
+    if b is not None:
+        render.say(f"  baseline: the series' test files on the unfixed {_short(r.onto)} "
+                   f"({', '.join(b.files) or 'none'}): {b.summary or 'not run'}")
+        for t in b.proven:
+            render.say(f"       fails without the fix, passes with it: {t}")
+        for t in b.passes_without_fix:
+            render.say(f"       new test passes without the fix: {t}")
+        for t in b.fails_with_fix:
+            render.say(f"       fails with and without the fix: {t}")
+        if b.note:
+            render.say(f"       FLAGGED: {b.note}" if b.flagged else f"       {b.note}")
+    if r.summary:
+        render.say(r.summary)
+    state = "passed" if r.status == "passed" else "FAILED"
+    if r.cached:
+        render.say(f"validation {state} (cached: this tree, plan and "
+                   f"{'image' if r.image else 'interpreter'} were validated at {r.started}; "
+                   "nothing ran, --no-cache runs again)")
+    else:
+        render.say(f"validation {state} in {r.seconds:.1f}s")
+    render.say(f"logs: {r.run_dir}")
+
+
+def show_pr(r: Any, as_json: bool) -> None:
+    if as_json:
+        return render.emit_json(r)
+    if r.dry_run:
+        render.say(f"dry run: would push {_short(r.commit)} to {r.head} and open a draft PR "
+                   f"in {r.repo} against {r.base}")
+        render.say(f"title: {r.title}")
+        render.say(r.body)
+    else:
+        render.say(f"{r.action} {r.repo}#{r.number}: {r.title} {r.url}".rstrip())
+    for m in r.missing:
+        render.say(f"  warning: the branch does not carry {m}")
+
+
+def show_supersede(r: Any, as_json: bool) -> None:
+    if as_json:
+        return render.emit_json(r)
+    mode = "dry run: " if r.dry_run else ""
+    render.say(f"{mode}{len(r.candidates)} open PR(s) in {r.repo} duplicate {r.series}, "
+               f"superseded by #{r.by}")
+    for c in r.candidates:
+        render.say(f"  #{c.number} {c.title} ({c.author}): {'; '.join(c.reasons)} -> "
+                   f"{', '.join(c.actions)}")

@@ -1,0 +1,6 @@
+"""`carry validate`: run a series' test plan against a target, the way its PR's Test Plan ran.
+
+plan.py resolves the manifest's plan against the target tree (hook drift included), engines.py
+runs steps locally or in a container pinned by digest, results.py holds what a run found and
+reads JUnit XML, cache.py keys finished reports, and run.py ties them together.
+"""

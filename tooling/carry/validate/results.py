@@ -1,0 +1,227 @@
+"""What a validation found: per-step results, per-suite counts from JUnit XML, the report.
+
+The report is the one record of a run: the CLI prints it, `--json` dumps it, the cache stores
+it, and a PR body can quote its commands and counts, which are exactly what ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+OTHER = "(outside the planned suites)"
+
+
+def number_word(n: int) -> str:
+    """#643 spells small counts of things ("the six suites") and gives test counts as digits."""
+    return _WORDS[n] if 0 <= n < len(_WORDS) else str(n)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+@dataclass
+class SuiteCounts:
+    suite: str
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    errors: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.skipped + self.errors
+
+
+@dataclass
+class Failure:
+    test: str  # pytest's node id, e.g. tests/test_core.py::TestX::test_y[1]
+    kind: str  # failed | error
+    message: str
+
+
+@dataclass
+class TestRun:
+    """One pytest run, read back from its JUnit XML."""
+
+    suites: list[SuiteCounts] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    outcomes: dict[str, str] = field(default_factory=dict)  # node id -> passed|failed|...
+
+    def totals(self) -> SuiteCounts:
+        t = SuiteCounts("all")
+        for s in self.suites:
+            t.passed += s.passed
+            t.failed += s.failed
+            t.skipped += s.skipped
+            t.errors += s.errors
+        return t
+
+    @classmethod
+    def from_data(cls, d: dict[str, Any]) -> TestRun:
+        return cls([SuiteCounts(**s) for s in d["suites"]],
+                   [Failure(**f) for f in d["failures"]], dict(d["outcomes"]))
+
+
+def node_id(classname: str, name: str, is_file: Callable[[str], bool]) -> str:
+    """Rebuild pytest's node id from JUnit's dotted classname, using the files in the tree to
+    tell modules from classes (`tests.unit.test_a.TestX` may be a module or a class)."""
+    if not classname:  # a collection error: the name is the dotted module
+        parts, rest = name.split("."), []
+    else:
+        parts, rest = classname.split("."), [name]
+    for i in range(len(parts), 0, -1):
+        path = "/".join(parts[:i]) + ".py"
+        if is_file(path):
+            return "::".join([path, *parts[i:], *rest])
+    return "::".join([p for p in (classname, name) if p])
+
+
+def suite_of(test: str, suites: Sequence[str]) -> str:
+    path = test.split("::", 1)[0]
+    for s in suites:
+        base = s.split("::", 1)[0].rstrip("/")
+        if path == base or path.startswith(base + "/"):
+            return s
+    return OTHER
+
+
+def parse_junit(xml: Path, suites: Sequence[str], tree: Path) -> TestRun:
+    """Counts per planned suite, plus every failure's node id and message (junitparser)."""
+    from junitparser import Error, JUnitXml, Skipped, TestSuite
+    from junitparser import Failure as JFailure
+
+    doc = JUnitXml.fromfile(str(xml))
+    groups = [doc] if isinstance(doc, TestSuite) else list(doc)
+    counts = {s: SuiteCounts(s) for s in suites}
+    run = TestRun()
+
+    def is_file(p: str) -> bool:
+        return (tree / p).is_file()
+
+    for group in groups:
+        for case in group:
+            test = node_id(case.classname or "", case.name or "", is_file)
+            suite = suite_of(test, suites)
+            c = counts.setdefault(suite, SuiteCounts(suite))
+            results = list(case.result)
+            bad = next((r for r in results if isinstance(r, Error | JFailure)), None)
+            if bad is not None:
+                kind = "error" if isinstance(bad, Error) else "failed"
+                if kind == "error":
+                    c.errors += 1
+                else:
+                    c.failed += 1
+                message = (bad.message or bad.text or "").strip()
+                run.failures.append(Failure(test, kind, message.splitlines()[0] if message
+                                            else ""))
+                # pytest reports a teardown error as a second entry for a test that passed
+                if run.outcomes.get(test) in (None, "passed"):
+                    run.outcomes[test] = kind
+            elif any(isinstance(r, Skipped) for r in results):
+                c.skipped += 1
+                run.outcomes.setdefault(test, "skipped")
+            else:
+                c.passed += 1
+                run.outcomes.setdefault(test, "passed")
+    run.suites = [c for c in counts.values() if c.suite != OTHER or c.total]
+    return run
+
+
+def summary_line(run: TestRun | None, planned: int, noun: str = "suite") -> str:
+    """#643's form: "382 tests passed across the six suites"; failures lead, as in pytest."""
+    where = (f"in the one {noun}" if planned == 1
+             else f"across the {number_word(planned)} {noun}s")
+    if run is None:
+        return f"no test results {where}"
+    t = run.totals()
+    if t.total == 0:
+        return f"no tests ran {where}"
+    if not t.failed and not t.errors:
+        head = _plural(t.passed, "test") + " passed"
+        return f"{head} and {t.skipped} skipped {where}" if t.skipped else f"{head} {where}"
+    parts = [f"{t.failed} failed"] if t.failed else []
+    parts.append(f"{t.passed} passed")
+    if t.errors:
+        parts.append(_plural(t.errors, "error"))
+    if t.skipped:
+        parts.append(f"{t.skipped} skipped")
+    return f"{', '.join(parts)} {where}"
+
+
+@dataclass
+class StepResult:
+    kind: str  # install | pytest | hook | diff-check | baseline
+    name: str
+    command: str
+    status: str  # passed | failed | missing | skipped
+    returncode: int | None = None
+    seconds: float = 0.0
+    log: str = ""
+    note: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "passed"
+
+
+@dataclass
+class Baseline:
+    """The fail-before proof: the series' test changes alone, on the unfixed base."""
+
+    commit: str  # the overlay commit: onto's tree plus the series' test files
+    files: list[str]  # the test files overlaid
+    run: TestRun | None
+    summary: str
+    proven: list[str]  # fail without the fix, pass with it
+    passes_without_fix: list[str]  # new tests that already pass on the unfixed base
+    fails_with_fix: list[str]  # fail on both trees
+    flagged: bool
+    note: str = ""
+
+    @classmethod
+    def from_data(cls, d: dict[str, Any]) -> Baseline:
+        run = TestRun.from_data(d["run"]) if d.get("run") else None
+        return cls(**{**d, "run": run})
+
+
+@dataclass
+class Report:
+    series: str
+    version: int
+    onto_ref: str
+    onto: str
+    head: str
+    head_tree: str
+    engine: str
+    image: str
+    python: str
+    changed: list[str]
+    steps: list[StepResult]
+    tests: TestRun | None
+    suites: list[str]
+    summary: str
+    status: str  # passed | failed
+    cache_key: str
+    run_dir: str
+    started: str
+    seconds: float
+    hook_notes: list[str] = field(default_factory=list)
+    baseline: Baseline | None = None
+    cached: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.status == "passed" else 1
+
+    @classmethod
+    def from_data(cls, d: dict[str, Any]) -> Report:
+        data = dict(d)
+        data["steps"] = [StepResult(**s) for s in d["steps"]]
+        data["tests"] = TestRun.from_data(d["tests"]) if d.get("tests") else None
+        data["baseline"] = Baseline.from_data(d["baseline"]) if d.get("baseline") else None
+        return cls(**data)

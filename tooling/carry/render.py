@@ -39,8 +39,9 @@ def table(title: str, columns: list[str], rows: list[list[str]]) -> None:
     from rich.table import Table
 
     t = Table(title=title, title_justify="left")
-    for c in columns:
-        t.add_column(c, overflow="fold")
+    for i, c in enumerate(columns):
+        # The first column names things (series, targets): keep it whole for copy and paste.
+        t.add_column(c, overflow="fold", no_wrap=i == 0)
     for r in rows:
         t.add_row(*r)
     console().print(t)

@@ -253,10 +253,26 @@ def list_patches(pdir: Path) -> list[PatchFile]:
 
 
 class _Reader:
-    """Typed access to a TOML table that names the file and key in every error."""
+    """Typed access to a TOML table that names the file and key in every error.
 
-    def __init__(self, path: Path, table: dict[str, Any], where: str = "") -> None:
+    Every reader remembers the keys it was asked for, so that a misspelt key (`requried`)
+    is reported instead of silently falling back to a default.
+    """
+
+    def __init__(self, path: Path, table: dict[str, Any], where: str = "",
+                 family: list[_Reader] | None = None) -> None:
         self.path, self.table, self.where = path, table, where
+        self.seen: set[str] = set()
+        self.family = family if family is not None else []
+        self.family.append(self)
+
+    def reject_unknown(self) -> None:
+        for reader in self.family:
+            for key in reader.table:
+                if key not in reader.seen:
+                    known = ", ".join(sorted(reader.seen)) or "none"
+                    raise ManifestError(f"{self.path}: key '{reader._key(key)}' is not known "
+                                        f"(known here: {known})")
 
     def _key(self, key: str) -> str:
         return f"{self.where}.{key}" if self.where else key
@@ -268,6 +284,7 @@ class _Reader:
         )
 
     def get(self, key: str, kind: type[T], default: T | None = None, required: bool = False) -> T:
+        self.seen.add(key)
         if key not in self.table:
             if required or default is None:
                 raise ManifestError(f"{self.path}: key '{self._key(key)}' is missing")
@@ -293,7 +310,7 @@ class _Reader:
         return list(value)
 
     def sub(self, key: str) -> _Reader:
-        return _Reader(self.path, self.get(key, dict, {}), self._key(key))
+        return _Reader(self.path, self.get(key, dict, {}), self._key(key), self.family)
 
     def subs(self, key: str) -> list[_Reader]:
         items = self.get(key, list, [])
@@ -301,7 +318,7 @@ class _Reader:
         for i, item in enumerate(items):
             if not isinstance(item, dict):
                 raise self.fail(f"{key}[{i}]", "a table", item)
-            out.append(_Reader(self.path, item, self._key(f"{key}[{i}]")))
+            out.append(_Reader(self.path, item, self._key(f"{key}[{i}]"), self.family))
         return out
 
 
@@ -395,6 +412,7 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
     for c in r.subs("changelog"):
         m.changelog.append(ChangelogEntry(version=c.get("version", int, required=True),
                                           date=c.text("date"), summary=c.text("summary")))
+    r.reject_unknown()
     return m
 
 
@@ -433,6 +451,7 @@ def dump_manifest(m: Manifest) -> str:
         doc["expect"] = [prune(vars(e).copy()) for e in m.expected]
     test = prune({k: v for k, v in vars(m.test).items() if k != "hooks"})
     test["diff_check"] = m.test.diff_check
+    test["pytest_args"] = m.test.pytest_args  # an explicit [] must not fall back to the default
     if m.test.hooks:
         test["hook"] = [prune(vars(h).copy()) for h in m.test.hooks]
     doc["test"] = test
@@ -452,6 +471,9 @@ def write_series(
     parse_manifest(root / MANIFEST, tomllib.loads(manifest_text))  # never write what we can't read
     old_patches = {p.name: p.read() for p in list_patches(root / PATCH_DIR)}
     new_patches = old_patches if patches is None else patches
+    for fname in new_patches:
+        if not PATCH_NAME.match(fname):
+            raise CarryError(f"{root}: cannot write {fname!r}: not a NNNN-slug.patch name")
     old_cover_path = root / COVER
     old_cover = old_cover_path.read_text(encoding="utf-8") if old_cover_path.exists() else None
     new_cover = old_cover if cover is None else cover

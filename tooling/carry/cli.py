@@ -201,6 +201,71 @@ def range_diff(
 # -- end rebase and range-diff (F2)
 
 
+ForgeRepo = Annotated[str, typer.Option("--forge-repo",
+                                         help="The GitHub repository, owner/name.")]
+ApiUrl = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--api-url", envvar="GITHUB_API_URL", help="GitHub API base URL.")]
+TokenEnv = Annotated[str, typer.Option(
+    "--token-env", help="Environment variable that holds the token (never printed).")]
+
+
+@app.command()
+def pr(
+    names: Annotated[list[str], typer.Argument(metavar="NAME...",
+                                               help="One series, or several to consolidate.")],
+    repo: RepoPath,
+    branch: Annotated[str, typer.Option(help="The branch that carries the series.")],
+    forge_repo: ForgeRepo,
+    base: Annotated[str, typer.Option(help="The branch the PR targets.")],
+    remote: Annotated[str, typer.Option(help="The git remote to push to.")] = "origin",
+    validation: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="A `carry validate --json` report for the Test Plan and Result.")] = None,
+    title: Annotated[Optional[str], typer.Option(help="PR title.")] = None,  # noqa: UP045
+    draft: Annotated[bool, typer.Option("--draft/--ready", help="Open as a draft.")] = True,
+    force: Annotated[bool, typer.Option(help="Open even if patches are missing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Render, push nothing.")] = False,
+    api_url: ApiUrl = None,
+    token_env: TokenEnv = "GITHUB_TOKEN",
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """Push the branch and open (or update) one draft PR with a generated description."""
+    from carry import pr as prmod
+    from carry import series, views
+    from carry.git import Repo
+
+    root = _root(series_dir)
+    result = prmod.run([series.find(root, n) for n in names], Repo.open(repo), branch, remote,
+                       base, forge_repo, validation, draft, dry_run, api_url, token_env, title,
+                       force)
+    views.show_pr(result, json)
+
+
+@app.command()
+def supersede(
+    name: Name,
+    by: Annotated[int, typer.Option(help="The PR number that supersedes the duplicates.")],
+    forge_repo: ForgeRepo,
+    repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="A local clone, to match PR commits by patch-id.")] = None,
+    remote: Annotated[str, typer.Option(help="Remote of --repo that has refs/pull/*.")] = "origin",
+    base: Annotated[Optional[str], typer.Option(help="Base branch for patch-id matching.")] = None,  # noqa: UP045,E501
+    apply: Annotated[bool, typer.Option("--apply", help="Comment and close (default: dry run).")] = False,  # noqa: E501
+    api_url: ApiUrl = None,
+    token_env: TokenEnv = "GITHUB_TOKEN",
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """Find open PRs that duplicate the series; comment "Superseded by #N" and close them."""
+    from carry import series, supersede as supmod, views
+    from carry.git import Repo
+
+    result = supmod.run(series.find(_root(series_dir), name), forge_repo, by,
+                        Repo.open(repo) if repo else None, remote, base, apply, api_url,
+                        token_env)
+    views.show_supersede(result, json)
+
+
 def main() -> None:
     import click
 

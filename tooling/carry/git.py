@@ -248,6 +248,19 @@ class Repo:
     def fetch(self, remote: str) -> None:
         self.run("fetch", "--quiet", "--tags", remote)
 
+    def push(self, remote: str, commit: str, branch: str, lease: str | None) -> None:
+        """Push with a lease, so a branch someone else moved is never overwritten."""
+        lease_arg = f"--force-with-lease=refs/heads/{branch}:{lease or ''}"
+        self.run("push", "--quiet", "--porcelain", lease_arg, remote,
+                 f"{commit}:refs/heads/{branch}")
+
+    def remote_head(self, remote: str, branch: str) -> str | None:
+        out = self.out("ls-remote", remote, f"refs/heads/{branch}")
+        return out.split()[0] if out else None
+
+    def fetch_refspec(self, remote: str, refspec: str) -> None:
+        self.run("fetch", "--quiet", "--no-tags", remote, refspec)
+
     def remotes(self) -> list[str]:
         return self.out("remote").split()
 

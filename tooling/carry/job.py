@@ -1,0 +1,111 @@
+"""`carry ci`: the CI job. Every series against every target it names (upstream main, the
+newest release tags, the fork's dev branch): rebase without writing a ref, then validate the
+result. It writes `summary.json` and `summary.md` (also appended to `$GITHUB_STEP_SUMMARY`
+when GitHub Actions sets it) and fails when any target conflicts or fails its tests.
+
+Validation results are cached by tree, plan and image, so a nightly run against releases that
+did not move starts no container.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from carry import rebase, render
+from carry import series as seriesmod
+from carry.errors import CarryError
+from carry.git import Repo
+
+
+@dataclass
+class Row:
+    series: str
+    target: str
+    onto: str
+    rebase: str  # applied | conflict | failed
+    head: str = ""
+    applied: int = 0
+    dropped: list[str] = field(default_factory=list)
+    conflict: str = ""
+    validate: str = "not run"  # passed | failed | cached passed | error | not run
+    summary: str = ""
+    report: str = ""
+
+
+@dataclass
+class JobResult:
+    status: str  # passed | failed
+    rows: list[Row]
+    out: str
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.status == "passed" else 1
+
+
+def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, engine: str,
+              python: str | None, out: Path) -> None:
+    from carry.validate import run as validate
+
+    try:
+        report = validate.run(s, repo, onto, row.head, engine_name=engine, python=python)
+    except CarryError as exc:
+        row.validate, row.summary = "error", exc.line()
+        return
+    path = out / f"{s.name}--{row.target}.json"
+    path.write_text(json.dumps(render.to_data(report), indent=2) + "\n", encoding="utf-8")
+    row.report = str(path)
+    row.validate = ("cached " if report.cached else "") + report.status
+    row.summary = report.summary
+
+
+def run(root: Path, names: list[str], repo: Repo, targets: list[str], onto: list[str],
+        engine: str, python: str | None, fetch: bool, out: Path) -> JobResult:
+    chosen = [seriesmod.find(root, n) for n in names] or seriesmod.list_series(root)
+    chosen = [s for s in chosen if s.patches()]
+    if not chosen:
+        raise CarryError(f"no imported series in {root}", hint="run carry import first")
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[Row] = []
+    for s in chosen:
+        wanted = [t for t in targets if any(t == x.name for x in s.manifest.targets)]
+        if targets and not wanted:
+            continue  # none of the requested targets is one of this series'
+        opts = rebase.Options(onto=onto, targets=wanted, fetch=fetch, dry_run=True)
+        for r in rebase.run(s, repo, opts):
+            row = Row(s.name, r.target, r.onto, r.status, r.head,
+                      applied=sum(p.status == "applied" for p in r.patches),
+                      dropped=[f"{p.file}: {p.reason}" for p in r.patches
+                               if p.status == "dropped"])
+            if r.conflict is not None:
+                row.conflict = f"{r.conflict.file} ({', '.join(r.conflict.paths)})"
+            if r.status == "applied":
+                _validate(s, repo, row, r.onto, engine, python, out)
+            rows.append(row)
+    if not rows:
+        raise CarryError("no series has any of the targets " + ", ".join(targets))
+    ok = all(r.rebase == "applied" and r.validate.endswith("passed") for r in rows)
+    result = JobResult("passed" if ok else "failed", rows, str(out))
+    (out / "summary.json").write_text(json.dumps(render.to_data(result), indent=2) + "\n",
+                                      encoding="utf-8")
+    md = markdown(result)
+    (out / "summary.md").write_text(md, encoding="utf-8")
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as fh:
+            fh.write(md)
+    return result
+
+
+def markdown(result: JobResult) -> str:
+    lines = [f"## carry: {result.status}", "",
+             "| series | target | rebase | drops | validation |", "|---|---|---|---|---|"]
+    for r in result.rows:
+        rebase_cell = r.rebase if not r.conflict else f"conflict in {r.conflict}"
+        drops = "<br>".join(r.dropped) or "-"
+        lines.append(f"| {r.series} | {r.target} | {rebase_cell} | {drops} | "
+                     f"{r.validate}: {r.summary} |")
+    return "\n".join(lines) + "\n"

@@ -266,6 +266,33 @@ def supersede(
     views.show_supersede(result, json)
 
 
+@app.command("ci")
+def ci_job(
+    repo: RepoPath,
+    names: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--series", help="A series to check; repeat. Default: every imported series.")] = None,
+    target: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        help="A manifest target name; repeat. Default: every target.")] = None,
+    onto: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        help="Check against this ref instead of the manifest targets; repeat.")] = None,
+    engine: Annotated[str, typer.Option(help="docker, podman or local.")] = "podman",
+    python: Annotated[Optional[str], typer.Option(help="Interpreter for local runs.")] = None,  # noqa: UP045,E501
+    fetch: Annotated[bool, typer.Option(help="Fetch the manifest's remotes first.")] = False,
+    out: Annotated[Path, typer.Option(help="Where summary.json and summary.md go.")] = Path(
+        "carry-out"),
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """The CI job: rebase every series onto every target and validate each result."""
+    from carry import job, views
+    from carry.git import Repo
+
+    result = job.run(_root(series_dir), names or [], Repo.open(repo), target or [], onto or [],
+                     engine, python, fetch, out)
+    views.show_job(result, json)
+    raise typer.Exit(result.exit_code)
+
+
 def main() -> None:
     import click
 

@@ -219,3 +219,14 @@ def show_supersede(r: Any, as_json: bool) -> None:
     for c in r.candidates:
         render.say(f"  #{c.number} {c.title} ({c.author}): {'; '.join(c.reasons)} -> "
                    f"{', '.join(c.actions)}")
+
+
+def show_job(r: Any, as_json: bool) -> None:
+    if as_json:
+        return render.emit_json(r)
+    rows = [[x.series, x.target, x.rebase + (f" ({x.conflict})" if x.conflict else ""),
+             str(len(x.dropped)), _short(x.head), f"{x.validate}: {x.summary}"]
+            for x in r.rows]
+    render.table(f"carry ci: {r.status}", ["series", "target", "rebase", "drops", "head",
+                                           "validation"], rows)
+    render.say(f"summary: {r.out}/summary.md")

@@ -10,7 +10,7 @@ import pytest
 from carry import importer
 from carry import series as seriesmod
 from carry.errors import CarryError
-from conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry
+from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry
 
 
 def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from carry import series as seriesmod
-from conftest import LOGPROBZ, THOR, TOBY, CommitBuilder, git, run_carry
-from roundtrip import assert_same, raw_commit, roundtrip
+from tests.conftest import LOGPROBZ, THOR, TOBY, CommitBuilder, git, run_carry
+from tests.roundtrip import assert_same, raw_commit, roundtrip
 
 Step = Callable[[CommitBuilder], None]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import CommitBuilder
-from roundtrip import assert_same, roundtrip
+from tests.conftest import CommitBuilder
+from tests.roundtrip import assert_same, roundtrip
 
 EXAMPLES = int(os.environ.get("CARRY_PROPERTY_EXAMPLES", "30"))
 

@@ -13,7 +13,7 @@ import pytest
 from carry import series as seriesmod
 from carry.errors import CarryError
 from carry.series import ManifestError
-from conftest import run_carry
+from tests.conftest import run_carry
 
 REPO = Path(__file__).resolve().parent.parent
 FLAGSHIP = REPO / "series" / "mamba-sparse-retention"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from carry import patches as patchmod
 from carry import trailers as trailermod
 from carry.errors import CarryError
-from carry.git import Repo
+from carry.git import NULL_SHA, Repo
 from carry.series import Policy, Series
 
 
@@ -80,22 +80,60 @@ def expectation_findings(series: Series, report: PatchReport) -> list[Finding]:
         if exp.author != report.author:
             found.append(Finding("violation", f"expected author {exp.author!r}, "
                                               f"got {report.author!r}"))
-        have = {t["key"].lower() for t in report.trailers}
-        for key in exp.trailers:
-            if key.split(":")[0].strip().lower() not in have:
-                found.append(Finding("violation", f"expected trailer {key!r} is absent"))
+        have = {(t["key"].lower(), t["value"]) for t in report.trailers}
+        for want in exp.trailers:
+            key, sep, value = (s.strip() for s in want.partition(":"))
+            if not any(k == key.lower() and (not sep or v == value) for k, v in have):
+                found.append(Finding("violation", f"expected trailer {want!r} is absent"))
     return found
 
 
-def against_repo(patch: patchmod.Patch, repo: Repo, patch_ids: dict[str, str]) -> list[Finding]:
-    if not patch.origin or patch.origin == "0" * 40:
-        return [Finding("difference", "the patch names no original commit")]
-    try:
-        commit = repo.read_commit(patch.origin)
-    except CarryError:
-        return [Finding("difference", f"original commit {patch.origin[:12]} is not in "
-                                      f"{repo.path}")]
-    found = []
+def originals(repo: Repo, plist: list[patchmod.Patch]) -> dict[int, tuple[str | None, str]]:
+    """The commit each patch should be compared with, and why, by patch number.
+
+    That is the commit the patch names, while a ref still reaches it. Once no ref does (it was
+    amended, or the branch rebased), it is the reachable commit that replaced it: the newest one
+    with the same author email and subject, so that the comparison shows what changed.
+    carry's own refs (refs/carry/*) hold replayed copies and are not searched.
+    """
+    log = repo.run("log", "--exclude=refs/carry/*", "--all", "--no-merges",
+                   "--format=%H%x00%ae%x00%s").stdout
+    reachable: set[str] = set()
+    newest: dict[tuple[str, str], str] = {}
+    for line in log.decode("utf-8", "replace").splitlines():
+        sha, email, subject = line.split("\0", 2)
+        reachable.add(sha)
+        newest.setdefault((email, subject), sha)
+    named = {p.origin for p in plist}
+    out: dict[int, tuple[str | None, str]] = {}
+    for p in plist:
+        if not p.origin or p.origin == NULL_SHA:
+            out[p.number] = (None, "the patch names no original commit")
+            continue
+        if p.origin in reachable:
+            out[p.number] = (p.origin, "")
+            continue
+        exists = repo.try_rev_parse(p.origin) is not None
+        subject = " ".join(p.message.decode("utf-8", "replace").split("\n\n", 1)[0].split())
+        new = newest.get((p.author.email, subject))
+        if new and new not in named:
+            out[p.number] = (new, f"original commit {p.origin[:12]} is no longer on any branch"
+                                  f"; compared with {new[:12]}, which replaced it")
+        elif exists:
+            out[p.number] = (p.origin, f"original commit {p.origin[:12]} is no longer on any "
+                                       "branch")
+        else:
+            out[p.number] = (None, f"original commit {p.origin[:12]} is not in {repo.path}")
+    return out
+
+
+def against_repo(patch: patchmod.Patch, repo: Repo, patch_ids: dict[str, str],
+                 original: tuple[str | None, str]) -> list[Finding]:
+    sha, why = original
+    found = [Finding("difference", why)] if why else []
+    if sha is None:
+        return found
+    commit = repo.read_commit(sha)
     if (commit.author.name, commit.author.email) != (patch.author.name, patch.author.email):
         found.append(Finding("difference", f"author: commit has {commit.author.name} "
                                            f"<{commit.author.email}>"))
@@ -113,16 +151,16 @@ def against_repo(patch: patchmod.Patch, repo: Repo, patch_ids: dict[str, str]) -
     return found
 
 
-def _patch_ids(repo: Repo, plist: list[patchmod.Patch]) -> dict[str, str]:
+def _patch_ids(repo: Repo, plist: list[patchmod.Patch], commits: list[str]) -> dict[str, str]:
     """Both sides' patch-ids in two processes, whatever the number of patches."""
     ids: dict[str, str] = {}
     stream = b"".join(b"commit %040d\n" % i + p.diff for i, p in enumerate(plist))
     for pid, tag in repo.patch_ids(stream):
         ids[f"patch:{plist[int(tag)].file}"] = pid
-    origins = [p.origin for p in plist if p.origin and repo.try_rev_parse(p.origin)]
-    if origins:
-        shown = repo.run("show", "--format=commit %H", "--full-index", "--binary",
-                         "--no-color", *origins).stdout
+    if commits:
+        # The diff options of the import, so that only real changes give other ids.
+        shown = repo.log_patches(commits[0], "--no-walk", "--find-renames", "--no-ext-diff",
+                                 "--no-textconv", *commits[1:])
         ids.update({commit: pid for pid, commit in repo.patch_ids(shown)})
     return ids
 
@@ -150,6 +188,9 @@ def run(series: Series, against: Repo | None = None) -> CheckReport:
         reports.append(report)
         try:
             patch = patchmod.load(pf.path, pf.number)
+        except patchmod.MissingAuthor as exc:
+            report.findings.append(Finding("violation", f"no author: {exc}"))
+            continue
         except CarryError as exc:
             report.findings.append(Finding("violation", f"does not parse: {exc}"))
             continue
@@ -161,10 +202,12 @@ def run(series: Series, against: Repo | None = None) -> CheckReport:
         report.findings += policy_findings(patch, m.policy)
         report.findings += expectation_findings(series, report)
     if against is not None:
-        ids = _patch_ids(against, loaded)
+        targets = originals(against, loaded)
+        ids = _patch_ids(against, loaded, sorted({s for s, _ in targets.values() if s}))
         by_number = {r.number: r for r in reports}
         for patch in loaded:
-            by_number[patch.number].findings += against_repo(patch, against, ids)
+            by_number[patch.number].findings += against_repo(patch, against, ids,
+                                                             targets[patch.number])
     bad = any(not r.ok for r in reports)
     return CheckReport(m.name, m.version, "violations" if bad else "ok", policy, reports,
                        expected, findings)

@@ -34,6 +34,10 @@ class PatchError(CarryError):
     """A patch file that cannot be read as a commit."""
 
 
+class MissingAuthor(PatchError):
+    """A patch with no author: `carry check` names it apart from unreadable files."""
+
+
 @dataclass(frozen=True)
 class Patch:
     number: int
@@ -103,7 +107,7 @@ def render(commit: RawCommit, formatted: bytes) -> bytes:
         extra.append((_HEADER_MESSAGE, commit.message))
         formatted = _safe_body(formatted)
     try:
-        seen = _author("patch", headers)
+        seen: Ident | None = _author("patch", headers)
     except PatchError:
         seen = None
     if seen != commit.author:
@@ -144,7 +148,7 @@ def file_name(number: int, subject: str) -> str:
 def _author(file: str, headers: dict[str, str]) -> Ident:
     name, addr, date = headers.get("Author", ""), headers.get("Email", ""), headers.get("Date")
     if not name or not addr:
-        raise PatchError(f"{file}: the patch has no author")
+        raise MissingAuthor(f"{file}: the patch has no author")
     if not date:
         raise PatchError(f"{file}: the patch has no author date")
     return Ident(name, addr, git_date(file, date))

@@ -14,7 +14,7 @@ from carry import rebase
 from carry import series as seriesmod
 from carry.git import Repo
 from carry.series import Target
-from conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry
+from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry
 
 MakeSeries = Callable[..., Any]
 

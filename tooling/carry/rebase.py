@@ -191,15 +191,16 @@ def _run_steps(repo: Repo, steps: list[PatchResult], head: str,
 
 
 def _replay(series: Series, repo: Repo, base: str, carried: Sequence[Carried],
-            target: ResolvedTarget, committer: Ident) -> tuple[TargetResult, int | None,
-                                                                list[str]]:
+            target: ResolvedTarget, committer: Ident
+            ) -> tuple[TargetResult, int | None, list[str], str]:
+    """Drops, then the replay; also returns where a stop happened and the head so far."""
     drops = upstream.find_drops(repo, carried, base, target.sha, series.manifest.provenance)
     steps = _steps(carried, drops)
     head, stop, paths = _run_steps(repo, steps, target.sha, committer)
     status = "applied" if stop is None else "conflict"
     result = TargetResult(series.name, target.name, target.ref, target.sha, status,
                           head if stop is None else "", steps)
-    return result, stop, paths
+    return result, stop, paths, head
 
 
 def replay(series: Series, repo: Repo, onto: str) -> TargetResult:
@@ -207,7 +208,8 @@ def replay(series: Series, repo: Repo, onto: str) -> TargetResult:
     and no worktree: for callers (validation) that only need the rebased tree."""
     base, carried = load_chain(series, repo)
     target = ResolvedTarget(onto, onto, repo.rev_parse(onto))
-    result, stop, paths = _replay(series, repo, base, carried, target, repo.committer_ident())
+    result, stop, paths, _ = _replay(series, repo, base, carried, target,
+                                     repo.committer_ident())
     if stop is not None:
         step = result.patches[stop]
         result.conflict = Conflict(step.file, step.subject, step.author, paths, "")
@@ -312,7 +314,7 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
         r = repo.fork()
         try:
             ref, old = branches[t.slug]
-            result, stop, paths = _replay(series, r, base, carried, t, committer)
+            result, stop, paths, head = _replay(series, r, base, carried, t, committer)
             result.branch, result.dry_run = ref, opts.dry_run
             if opts.dry_run:
                 if stop is not None:
@@ -322,7 +324,7 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
             if stop is None:
                 _finish(series, r, result, t, ref, old, opts.refresh)
             else:
-                _stop(series, r, result, t, ref, old, opts.refresh, t.sha, stop, paths)
+                _stop(series, r, result, t, ref, old, opts.refresh, head, stop, paths)
             return result
         except CarryError as exc:
             return TargetResult(series.name, t.name, t.ref, t.sha, "failed", "", [],

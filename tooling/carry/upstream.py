@@ -174,7 +174,7 @@ def _by_message(repo: Repo, carried: Sequence[Carried], upstream_revs: list[str]
         tlist = trailermod.parse(commit.message)
         change_ids = {t.value for t in tlist if t.is_("Change-Id")}
         links = {t.value for t in tlist if t.is_("Link")}
-        picked = {t.value.strip() for t in tlist if t.key == "(cherry picked from commit"}
+        picked = set(trailermod.cherry_picked_from(commit.message))
         for c in carried:
             if c.number in drops:
                 continue
@@ -200,7 +200,7 @@ def _trailer_match(c: Carried, commit: RawCommit, change_ids: set[str], links: s
     for t in c.patch.trailers:
         if t.is_("Change-Id") and t.value in change_ids:
             return f"Change-Id {t.value} matches upstream"
-    if c.patch.origin and c.patch.origin in picked:
+    if c.patch.origin and any(len(v) >= 7 and c.patch.origin.startswith(v) for v in picked):
         return f"upstream cherry-picked the original commit {c.patch.origin[:12]}:"
     for t in c.patch.trailers:
         # A Link can name a bug report that several commits share, so it only counts
@@ -216,10 +216,8 @@ def _by_reachability(repo: Repo, carried: Sequence[Carried], target: str, mb: st
     for c in carried:
         if c.number in drops:
             continue
-        for t in c.patch.trailers:
-            if t.key != "(cherry picked from commit":
-                continue
-            sha = repo.try_rev_parse(t.value.strip())
+        for value in trailermod.cherry_picked_from(c.patch.message):
+            sha = repo.try_rev_parse(value)
             if sha and repo.is_ancestor(sha, target) and not (mb and repo.is_ancestor(sha, mb)):
                 drops[c.number] = Drop(f"cherry-picked from {_describe(repo, sha)}, which the "
                                        "target contains", sha)

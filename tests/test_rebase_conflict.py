@@ -1,0 +1,272 @@
+"""A conflict stops the rebase safely: versioned state, a worktree with real markers, and
+--continue / --skip / --abort; a kill -9 at any moment followed by --abort changes nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from carry import series as seriesmod
+from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry
+
+MakeSeries = Callable[..., Any]
+UTIL = "".join(f"def h{i}():\n    return {i}\n\n" for i in range(20))
+
+
+def util(**changes: int) -> str:
+    text = UTIL
+    for name, value in changes.items():
+        i = name[1:]
+        text = text.replace(f"def h{i}():\n    return {i}\n", f"def h{i}():\n    return {value}\n")
+    return text
+
+
+@pytest.fixture
+def stopped(upstream: CommitBuilder, make_series: MakeSeries,
+            series_root: Path) -> dict[str, Any]:
+    """Three patches; upstream changed the lines of patch 2, so the rebase stops there."""
+    upstream.checkout("base")
+    git(upstream.path, "checkout", "-q", "-b", "feature")
+    originals = [
+        upstream.commit("One\n\nSigned-off-by: Toby Mao <toby@example.com>\n",
+                        {"src/util.py": util(h1=11)}, author=TOBY),
+        upstream.commit("Two: h10\n\nAssisted-by: OpenAI Codex\n"
+                        "Signed-off-by: logprobz <logprobz@example.com>\n",
+                        {"src/util.py": util(h1=11, h10=100)}, author=LOGPROBZ,
+                        date="@1790000777 +0530"),
+        upstream.commit("Three", {"src/core.py": "def f():\n    return 3\n"}, author=TOBY),
+    ]
+    upstream.checkout("main")
+    upstream.commit("Upstream h10", {"src/util.py": util(h10=101)})
+    make_series(upstream, "feature")
+    return {"up": upstream, "root": series_root, "originals": originals,
+            "args": ("rebase", "demo", "--repo", str(upstream.path), "--series-dir",
+                     str(series_root))}
+
+
+def _snapshot(repo: Path) -> dict[str, Any]:
+    """Refs (but carry's content-addressed cache), worktree bytes, index bytes, worktrees."""
+    refs = [line for line in git(repo, "for-each-ref", "--format=%(refname) %(objectname)",
+                                 ).splitlines() if not line.startswith("refs/carry/cache/")]
+    files = {}
+    for p in sorted(repo.rglob("*")):
+        if ".git" not in p.relative_to(repo).parts and p.is_file():
+            files[str(p.relative_to(repo))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return {"refs": refs, "HEAD": git(repo, "symbolic-ref", "HEAD"), "files": files,
+            "index": hashlib.sha256((repo / ".git" / "index").read_bytes()).hexdigest(),
+            "worktrees": git(repo, "worktree", "list", "--porcelain")}
+
+
+def _no_leftovers(repo: Path) -> None:
+    carry = repo / ".git" / "carry"
+    assert not list((carry / "rebase").rglob("*.json")) if (carry / "rebase").exists() else True
+    wts = carry / "worktrees"
+    assert not wts.exists() or not [p for p in wts.rglob("*") if p.is_file()]
+
+
+def test_conflict_stops_with_state_worktree_and_report(stopped: dict[str, Any]) -> None:
+    up: CommitBuilder = stopped["up"]
+    before = _snapshot(up.path)
+    res = run_carry(*stopped["args"], "--onto", "main")
+    assert res.code == 1, res.err
+    assert "CONFLICT in 0002-Two-h10.patch" in res.out and "logprobz" in res.out
+    assert "src/util.py" in res.out
+    state_file = up.path / ".git" / "carry" / "rebase" / "demo" / "main.json"
+    state = json.loads(state_file.read_text())
+    assert state["version"] == 1 and state["phase"] == "conflict" and state["position"] == 1
+    assert state["target"]["sha"] == up.rev("main") and state["branch_old"] is None
+    assert [p["status"] for p in state["patches"]] == ["applied", "conflict", "pending"]
+    wt = Path(state["worktree"])
+    text = (wt / "src" / "util.py").read_text()
+    assert "<<<<<<<" in text and "=======" in text and ">>>>>>>" in text
+    assert git(wt, "status", "--porcelain").splitlines() == ["UU src/util.py"]
+    # nothing the user had moved: the only new ref is carry's own cache
+    after = _snapshot(up.path)
+    assert after["refs"] == before["refs"] and after["files"] == before["files"]
+    # --json reports the same stop, and a second rebase of the same target is refused
+    again = run_carry(*stopped["args"], "--onto", "main")
+    assert again.code == 2 and "already in progress" in again.err
+
+
+def test_conflict_continue_keeps_author_date_message(stopped: dict[str, Any]) -> None:
+    up: CommitBuilder = stopped["up"]
+    assert run_carry(*stopped["args"], "--onto", "main").code == 1
+    state = json.loads((up.path / ".git/carry/rebase/demo/main.json").read_text())
+    wt = Path(state["worktree"])
+    # still conflicted: --continue refuses and keeps everything
+    refused = run_carry(*stopped["args"], "--continue")
+    assert refused.code == 2 and "still has conflict markers" in refused.err
+    assert wt.is_dir()
+    (wt / "src" / "util.py").write_text(util(h1=11, h10=1001))
+    res = run_carry(*stopped["args"], "--continue", "--json")
+    assert res.code == 0, res.err
+    [d] = json.loads(res.out)
+    assert [p["status"] for p in d["patches"]] == ["applied", "applied", "applied"]
+    assert d["patches"][1]["reason"] == "conflict resolved"
+    branch = "refs/heads/carry/demo/main"
+    assert up.rev(branch) == d["head"]
+    two = d["patches"][1]["commit"]
+    orig = git(up.path, "cat-file", "commit", stopped["originals"][1]).split("\n")
+    new = git(up.path, "cat-file", "commit", two).split("\n")
+    assert [ln for ln in new if ln.startswith("author ")] == [
+        ln for ln in orig if ln.startswith("author ")]
+    assert new[new.index(""):] == orig[orig.index(""):]  # the message, byte for byte
+    assert any(ln.startswith("committer C O Mitter <committer@example.com>") for ln in new)
+    assert git(up.path, "show", f"{two}:src/util.py") == util(h1=11, h10=1001).strip()
+    assert git(up.path, "rev-parse", f"{two}^") == d["patches"][0]["commit"]
+    _no_leftovers(up.path)
+    assert "carry/worktrees" not in git(up.path, "worktree", "list")
+
+
+def test_conflict_skip_leaves_the_patch_out(stopped: dict[str, Any]) -> None:
+    up: CommitBuilder = stopped["up"]
+    assert run_carry(*stopped["args"], "--onto", "main").code == 1
+    res = run_carry(*stopped["args"], "--skip", "--json")
+    assert res.code == 0, res.err
+    [d] = json.loads(res.out)
+    assert [p["status"] for p in d["patches"]] == ["applied", "skipped", "applied"]
+    assert git(up.path, "log", "--format=%s", "main..carry/demo/main").split("\n") == [
+        "Three", "One"]
+    assert git(up.path, "show", "carry/demo/main:src/util.py") == util(h1=11, h10=101).strip()
+    _no_leftovers(up.path)
+
+
+def test_conflict_abort_restores_everything(stopped: dict[str, Any]) -> None:
+    up: CommitBuilder = stopped["up"]
+    up.branch("carry/demo/main", "base")  # an older result that must survive
+    before = _snapshot(up.path)
+    assert run_carry(*stopped["args"], "--onto", "main").code == 1
+    res = run_carry(*stopped["args"], "--abort")
+    assert res.code == 0, res.err
+    assert "aborted" in res.out
+    assert _snapshot(up.path) == before
+    _no_leftovers(up.path)
+    assert run_carry(*stopped["args"], "--abort").code == 2  # nothing left to abort
+
+
+def test_continue_then_second_conflict_then_refresh(stopped: dict[str, Any]) -> None:
+    up: CommitBuilder = stopped["up"]
+    git(stopped["root"].parent, "init", "-q")
+    up.commit("Upstream f", {"src/core.py": "def f():\n    return 30\n"})
+    assert run_carry(*stopped["args"], "--onto", "main", "--refresh").code == 1
+    state = json.loads((up.path / ".git/carry/rebase/demo/main.json").read_text())
+    (Path(state["worktree"]) / "src/util.py").write_text(util(h1=11, h10=1001))
+    res = run_carry(*stopped["args"], "--continue")
+    assert res.code == 1 and "CONFLICT in 0003-Three.patch" in res.out
+    state = json.loads((up.path / ".git/carry/rebase/demo/main.json").read_text())
+    assert state["position"] == 2 and state["refresh"] is True
+    (Path(state["worktree"]) / "src/core.py").write_text("def f():\n    return 33\n")
+    res = run_carry(*stopped["args"], "--continue")
+    assert res.code == 0, res.err
+    s = seriesmod.find(stopped["root"], "demo")
+    assert s.manifest.version == 2 and s.manifest.base.commit == up.rev("main")
+    assert "conflicts resolved in 0002, 0003" in s.manifest.changelog[-1].summary
+    assert [p.name for p in s.patches()] == ["0001-One.patch", "0002-Two-h10.patch",
+                                              "0003-Three.patch"]
+    # the refreshed series now applies cleanly on its new base
+    assert run_carry(*stopped["args"], "--onto", "main", "--branch", "again").code == 0
+
+
+def test_state_of_another_version_is_refused(stopped: dict[str, Any]) -> None:
+    up: CommitBuilder = stopped["up"]
+    assert run_carry(*stopped["args"], "--onto", "main").code == 1
+    path = up.path / ".git/carry/rebase/demo/main.json"
+    state = json.loads(path.read_text())
+    path.write_text(json.dumps({**state, "version": 99}))
+    res = run_carry(*stopped["args"], "--continue")
+    assert res.code == 2 and "has version 99" in res.err
+
+
+# -- kill -9 ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def long_series(upstream: CommitBuilder, make_series: MakeSeries,
+                series_root: Path) -> dict[str, Any]:
+    """Twenty-four patches with a conflict at patch 20, so that a run has many moments."""
+    upstream.checkout("base")
+    git(upstream.path, "checkout", "-q", "-b", "feature")
+    for i in range(24):
+        if i == 19:
+            upstream.commit(f"P{i}", {"src/util.py": util(h10=100)}, author=LOGPROBZ)
+        else:
+            upstream.commit(f"P{i}", {f"pkg/m{i}.py": f"X = {i}\n"}, author=TOBY)
+    upstream.checkout("main")
+    upstream.commit("Upstream h10", {"src/util.py": util(h10=101)})
+    upstream.commit("Upstream more", {"pkg/other.py": "Y = 1\n"})
+    make_series(upstream, "feature")
+    return {"up": upstream, "args": ("rebase", "demo", "--repo", str(upstream.path),
+                                     "--series-dir", str(series_root))}
+
+
+def _kill_after(args: tuple[str, ...], delay: float) -> int | None:
+    proc = subprocess.Popen([sys.executable, "-m", "carry", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=dict(os.environ))
+    time.sleep(delay)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+    return proc.wait()
+
+
+def _kill_and_abort(ctx: dict[str, Any], kills: int, seed: int,
+                    continue_delays: tuple[float, ...]) -> None:
+    up: CommitBuilder = ctx["up"]
+    before = _snapshot(up.path)
+    start = time.monotonic()
+    assert run_carry(*ctx["args"], "--onto", "main").code == 1
+    full = time.monotonic() - start
+    assert run_carry(*ctx["args"], "--abort").code == 0
+    assert _snapshot(up.path) == before
+    rng = random.Random(seed)
+    outcomes = set()
+    for i in range(kills):
+        for ref in git(up.path, "for-each-ref", "--format=%(refname)",
+                       "refs/carry/cache/").split():
+            git(up.path, "update-ref", "-d", ref)  # make every run build its chain again
+        delay = full * (i + rng.random()) / kills
+        code = _kill_after((*ctx["args"], "--onto", "main"), delay)
+        outcomes.add(code)
+        abort = run_carry(*ctx["args"], "--abort")
+        assert abort.code in (0, 2), abort.err  # 2: killed before any state was written
+        if abort.code == 2:
+            assert "no carry rebase of demo is in progress" in abort.err
+        assert _snapshot(up.path) == before, f"kill after {delay:.3f}s (exit {code})"
+        _no_leftovers(up.path)
+    assert -signal.SIGKILL in outcomes  # at least one run really was killed mid-way
+    # and kills during --continue, once the conflict is resolved
+    interrupted = 0
+    for delay in continue_delays:
+        assert run_carry(*ctx["args"], "--onto", "main").code == 1
+        state = json.loads((up.path / ".git/carry/rebase/demo/main.json").read_text())
+        (Path(state["worktree"]) / "src/util.py").write_text(util(h10=1000))
+        _kill_after((*ctx["args"], "--continue"), delay)
+        abort = run_carry(*ctx["args"], "--abort")
+        if abort.code == 2:  # the kill came after the rebase had finished: a whole result
+            assert git(up.path, "rev-list", "--count", "main..carry/demo/main") == "24"
+            git(up.path, "update-ref", "-d", "refs/heads/carry/demo/main")
+        else:
+            interrupted += 1
+        assert _snapshot(up.path) == before, f"kill of --continue after {delay}s"
+        _no_leftovers(up.path)
+    assert interrupted
+
+
+def test_kill_minus_9_then_abort_leaves_repo_identical(long_series: dict[str, Any]) -> None:
+    _kill_and_abort(long_series, kills=3, seed=1, continue_delays=(0.1, 0.3))
+
+
+@pytest.mark.slow
+def test_kill_minus_9_many_moments(long_series: dict[str, Any]) -> None:
+    _kill_and_abort(long_series, kills=25, seed=7,
+                    continue_delays=tuple(0.05 * i for i in range(1, 12)))

@@ -22,7 +22,11 @@ from pathlib import Path
 from carry import importer
 from carry import series as seriesmod
 from carry.series import Hook
-from conftest import LOGPROBZ, TOBY, CommitBuilder
+
+try:  # tests/ on sys.path (rootdir conftest), or tests/ as a package
+    from conftest import LOGPROBZ, TOBY, CommitBuilder
+except ImportError:
+    from tests.conftest import LOGPROBZ, TOBY, CommitBuilder
 
 SUITES = ["tests/test_core.py", "tests/unit", "tests/test_util.py"]
 WHEEL = "vendor/carry_tinydep-1.0-py3-none-any.whl"

@@ -23,9 +23,10 @@ from carry.errors import CarryError
 
 ENGINES = ("local", "podman", "docker")
 _DIGEST = re.compile(r"^(?P<name>[^@\s]+)@(?P<digest>sha256:[0-9a-f]{64})$")
-# Worktrees are owned by the host user; git inside the container must not call them dubious.
-_GIT_SAFE = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory",
-             "GIT_CONFIG_VALUE_0": "*"}
+# Worktrees are owned by the host user, so git inside a container must not call them dubious;
+# pip must not ask PyPI about its own version in the middle of a step.
+_STEP_ENV = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory",
+             "GIT_CONFIG_VALUE_0": "*", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
 
 class EngineError(CarryError):
@@ -113,6 +114,7 @@ class LocalEngine:
     def session(self, mounts: Sequence[Mount]) -> Iterator[Session]:
         env = dict(os.environ)
         env["PATH"] = _path_with(self.python, env.get("PATH", ""))
+        env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
         yield LocalSession(env)
 
 
@@ -256,7 +258,7 @@ class ContainerEngine:
         if not self._image_path:
             self.check()
         cmd = ["run", "-d", "--rm", "--pull=never", "--entrypoint", "sleep"]
-        env = dict(_GIT_SAFE)
+        env = dict(_STEP_ENV)
         env["PATH"] = _path_with(self.python, self._image_path)
         if self.name == "docker" and os.getuid() != 0:
             # files written into the bind mounts must stay the user's; HOME must be writable

@@ -294,17 +294,20 @@ def ci_job(
 
 
 def main() -> None:
-    import click
+    try:  # typer >= 0.26 vendors its own click; older typer uses click itself
+        from typer._click.exceptions import ClickException
+    except ImportError:  # pragma: no cover - depends on the installed typer
+        from click import ClickException  # type: ignore[assignment]
 
     try:
         code = app(standalone_mode=False)
     except CarryError as exc:
         print(f"carry: error: {exc.line()}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except click.ClickException as exc:
+    except ClickException as exc:
         exc.show()
-        sys.exit(2)
-    except click.exceptions.Abort:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
         sys.exit(130)
     except KeyboardInterrupt:
         print("carry: interrupted", file=sys.stderr)

@@ -135,16 +135,21 @@ class Repo:
         p = Path(path).expanduser()
         if not p.exists():
             raise CarryError(f"repository does not exist: {p}")
+        # --show-toplevel fails in a bare repository, so ask for the git dir as well.
         out = subprocess.run(
-            ["git", "-C", str(p), "rev-parse", "--show-toplevel", "--is-bare-repository"],
+            ["git", "-C", str(p), "rev-parse", "--is-bare-repository", "--absolute-git-dir"],
             capture_output=True,
         )
         if out.returncode != 0:
             raise CarryError(f"not a git repository: {p}")
-        lines = out.stdout.decode().splitlines()
-        if lines and lines[-1] == "true":
-            return cls(p.resolve())
-        return cls(Path(lines[0]).resolve())
+        bare, git_dir = out.stdout.decode().splitlines()[:2]
+        if bare == "true":
+            return cls(Path(git_dir).resolve())
+        top = subprocess.run(["git", "-C", str(p), "rev-parse", "--show-toplevel"],
+                             capture_output=True)
+        if top.returncode != 0:  # inside .git itself
+            return cls(Path(git_dir).resolve())
+        return cls(Path(top.stdout.decode().strip()).resolve())
 
     @classmethod
     def clone(cls, url: str, dest: Path) -> Repo:

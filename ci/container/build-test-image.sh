@@ -38,12 +38,13 @@ if [ ! -e "$rootfs/.carry-complete" ]; then
     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform any \
     -d "$wheels" pytest pre-commit
   log "venv at /opt/venv"
-  chroot "$rootfs.tmp" /usr/bin/python3 -m venv /opt/venv
-  chroot "$rootfs.tmp" /opt/venv/bin/python -m pip install -q --no-index \
+  in_root() { env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 chroot "$rootfs.tmp" "$@"; }
+  in_root /usr/bin/python3 -m venv /opt/venv
+  in_root /opt/venv/bin/python -m pip install -q --no-index \
     --disable-pip-version-check --find-links /tmp/wheels pytest pre-commit
   rm -rf "$wheels" "$rootfs.tmp/var/cache/apt/archives/"*.deb "$rootfs.tmp/var/lib/apt/lists/"*
-  chroot "$rootfs.tmp" /opt/venv/bin/python -m pytest --version >&2
-  chroot "$rootfs.tmp" /opt/venv/bin/pre-commit --version >&2
+  in_root /opt/venv/bin/python -m pytest --version >&2
+  in_root /opt/venv/bin/pre-commit --version >&2
   touch "$rootfs.tmp/.carry-complete"
   mv "$rootfs.tmp" "$rootfs"
 fi

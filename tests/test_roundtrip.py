@@ -60,6 +60,19 @@ def _binary_change(b: CommitBuilder) -> None:
     b.commit("Binary two", {"blob.bin": bytes(reversed(range(256))) + b"\0tail"})
 
 
+def _latin1_encoded(b: CommitBuilder) -> None:
+    """A message git stores as ISO-8859-1 bytes under an `encoding` header."""
+    (b.path / "enc.txt").write_text("enc\n")
+    git(b.path, "add", "enc.txt")
+    tree = git(b.path, "write-tree")
+    env = {"GIT_AUTHOR_NAME": "J\u00f6rg", "GIT_AUTHOR_EMAIL": "j@example.com",
+           "GIT_AUTHOR_DATE": "@1790000000 +0100"}
+    sha = git(b.path, "-c", "i18n.commitEncoding=ISO-8859-1", "commit-tree", tree, "-p",
+              "HEAD", env=env, input=b"Caf\xe9 \xe9t\xe9\n\nCorps \xe0 l'\xe9t\xe9.\n")
+    git(b.path, "update-ref", "HEAD", sha)
+    assert b"\nencoding ISO-8859-1\n" in b.raw(sha)
+
+
 def _symlink(b: CommitBuilder) -> None:
     os.symlink("src/core.py", b.path / "link")
     git(b.path, "add", "link")
@@ -110,6 +123,7 @@ CASES: dict[str, Step] = {
     "tab-in-subject": _commit("Tab\tin subject\n", {"a.txt": "u\n"}),
     "scissors-and-comments": _commit(
         "Comments\n\n# not a comment for commit-tree\n-- >8 --\nkept\n", {"a.txt": "v\n"}),
+    "latin1-encoded-message": _latin1_encoded,
     "unicode-path": _commit("Unicode path", {"dir ü/naïve file.txt": "w\n"}),
 }
 

@@ -59,7 +59,8 @@ def materialize(
                     hint="carry rebase replays with a three-way merge",
                 ) from None
             tree = repo.write_tree(env)
-            parent = repo.commit_tree(tree, [parent], patch.message, patch.author, committer)
+            parent = repo.commit_tree(tree, [parent], patch.message, patch.author, committer,
+                                      encoding=patch.encoding)
             commits.append(parent)
     return commits
 

@@ -370,12 +370,17 @@ class Repo:
         message: bytes,
         author: Ident,
         committer: Ident | None = None,
+        encoding: str | None = None,
     ) -> str:
-        """A commit with an exact author and message; the committer is the running user."""
+        """A commit with an exact author and message; the committer is the running user.
+
+        Without `encoding`, git takes the message as UTF-8 and rewrites invalid bytes; with
+        it, git keeps the bytes and writes an `encoding` header, as the original had.
+        """
         env = author.env("AUTHOR")
         if committer is not None:
             env.update(committer.env("COMMITTER"))
-        args = ["commit-tree", tree]
+        args = ["-c", f"i18n.commitEncoding={encoding or 'UTF-8'}", "commit-tree", tree]
         for p in parents:
             args += ["-p", p]
         with tempfile.NamedTemporaryFile(prefix="carry-msg-", delete=False) as fh:

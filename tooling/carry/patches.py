@@ -4,7 +4,8 @@ git reads and writes the patches (`format-patch`, `mailinfo`), so a file is exac
 `git am` would see. Some commits cannot survive that trip: `git am` cuts a message at a `---`
 or `diff -` line, folds a multi-line subject, and trims whitespace. For those, and only those,
 the patch carries the exact message or author line in an extra `X-Carry-Message:` or
-`X-Carry-Author:` header (base64, folded). Every git tool ignores the header; carry prefers it.
+`X-Carry-Author:` header (base64, folded), and a message kept in another encoding than UTF-8
+names it in `X-Carry-Encoding:`. Every git tool ignores these headers; carry prefers them.
 `carry check` lists the patches that needed it, so nothing is hidden.
 """
 
@@ -22,6 +23,7 @@ from carry.git import GitError, Ident, RawCommit, mailinfo
 
 _HEADER_MESSAGE = b"X-Carry-Message"
 _HEADER_AUTHOR = b"X-Carry-Author"
+_HEADER_ENCODING = b"X-Carry-Encoding"
 _FROM = re.compile(rb"^From ([0-9a-f]{40}) ")
 # format-patch's separator: `---`, the diffstat, a blank line, then the first diff.
 _STAT_END = re.compile(
@@ -47,6 +49,7 @@ class Patch:
     message: bytes
     diff: bytes
     verbatim: tuple[str, ...] = field(default=())
+    encoding: str | None = None  # the original's `encoding` header, for messages not in UTF-8
 
     @property
     def subject(self) -> str:
@@ -86,7 +89,8 @@ def parse(number: int, file: str, data: bytes) -> Patch:
         verbatim.append("message")
     else:
         message = am_message(headers, body)
-    return Patch(number, file, origin, author, message, diff, tuple(verbatim))
+    encoding = extra[_HEADER_ENCODING].decode() if _HEADER_ENCODING in extra else None
+    return Patch(number, file, origin, author, message, diff, tuple(verbatim), encoding)
 
 
 def load(path: Path, number: int) -> Patch:
@@ -112,6 +116,8 @@ def render(commit: RawCommit, formatted: bytes) -> bytes:
         seen = None
     if seen != commit.author:
         extra.append((_HEADER_AUTHOR, commit.author.line().encode("utf-8", "surrogateescape")))
+    if commit.encoding and commit.encoding.upper().replace("-", "") != "UTF8":
+        extra.append((_HEADER_ENCODING, commit.encoding.encode()))
     if not extra:
         return formatted
     head_end = formatted.index(b"\n\n")
@@ -180,7 +186,8 @@ def _extra_headers(head: bytes) -> dict[bytes, bytes]:
             out[current] += line.strip()
             continue
         key, sep, value = line.partition(b": ")
-        current = key if sep and key in (_HEADER_MESSAGE, _HEADER_AUTHOR) else None
+        current = key if sep and key in (_HEADER_MESSAGE, _HEADER_AUTHOR, _HEADER_ENCODING) \
+            else None
         if current is not None:
             out[current] = value.strip()
     decoded = {}

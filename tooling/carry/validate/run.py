@@ -157,8 +157,10 @@ def run(
             return report
     engine.check()
     stamp = dt.datetime.now(dt.UTC)
-    run_dir = validate_dir(repo) / f"{stamp:%Y%m%d-%H%M%S}-{series.name}-{t.head[:12]}"
-    run_dir.mkdir(parents=True, exist_ok=True)
+    validate_dir(repo).mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(  # unique even for two runs of one head in one second
+        prefix=f"{stamp:%Y%m%d-%H%M%S}-{series.name}-{t.head[:12]}-", dir=validate_dir(repo)))
+    run_dir.chmod(0o755)
     config = plan.read_hook_config(repo.show_file(t.head, plan.PRECOMMIT_CONFIG))
     decisions = plan.resolve_hooks(tp.hooks, config)
     resolved = plan.build(tp, engine.python, changed, decisions, str(run_dir / "pytest.xml"),

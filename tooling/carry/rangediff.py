@@ -12,7 +12,6 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 
-from carry import patches as patchmod
 from carry import versions
 from carry.errors import CarryError
 from carry.git import Repo
@@ -62,13 +61,12 @@ def version_side(series: Series, repo: Repo, version: str) -> Side:
     if base is None:
         raise CarryError(f"the base {rev} of {series.name} {label} is not in {repo.path}",
                          hint="fetch it into --repo")
-    names = list(snap.patches)
-    plist = []
-    for name in names:
+    files = []
+    for name, data in snap.patches.items():
         m = PATCH_NAME.match(name)
         assert m is not None  # versions.read only returns patch file names
-        plist.append(patchmod.parse(int(m.group(1)), name, snap.patches[name]))
-    carried = chain(repo, plist, base, [snap.patches[n] for n in names])
+        files.append((int(m.group(1)), name, data))
+    carried = chain(repo, files, base)
     return Side(label, base, carried[-1].commit.sha, len(carried))
 
 

@@ -38,6 +38,7 @@ from carry.upstream import Carried, Drop, ResolvedTarget
 STATE_VERSION = 1
 CACHE_PREFIX = "refs/carry/cache/"
 _MARKER = re.compile(rb"^(?:<{7}|>{7})(?: |$)", re.M)
+_ORIGIN = re.compile(rb"^From ([0-9a-f]{40}) ")
 
 
 @dataclass
@@ -110,22 +111,36 @@ def series_base(series: Series, repo: Repo) -> str:
     return sha
 
 
-def chain(repo: Repo, plist: Sequence[patchmod.Patch], base: str,
-          files: Sequence[bytes]) -> list[Carried]:
-    """The patches committed onto `base`, built once per (base, patch bytes) and cached."""
-    if not plist:
+def chain(repo: Repo, files: Sequence[tuple[int, str, bytes]], base: str) -> list[Carried]:
+    """The patches (number, file name, bytes) committed onto `base`, built once per base and
+    patch bytes, then cached under a ref.
+
+    On a cache hit no patch is parsed: each commit already holds its patch's exact author and
+    message, which is all that drop detection and the replay read; the origin comes from the
+    patch's `From <sha>` line. A miss parses with git and commits through `apply.materialize`.
+    """
+    if not files:
         return []
     key = hashlib.sha256(b"carry-chain-1\0" + base.encode())
-    for p, data in zip(plist, files, strict=True):
-        key.update(b"\0" + p.file.encode() + b"\0" + hashlib.sha256(data).digest())
+    for _, name, data in files:
+        key.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(data).digest())
     ref = CACHE_PREFIX + key.hexdigest()[:40]
-    shas = _cached(repo, ref, base, len(plist))
-    if shas is None:
-        from carry.apply import materialize
+    shas = _cached(repo, ref, base, len(files))
+    if shas is not None:
+        out = []
+        for (number, name, data), sha in zip(files, shas, strict=True):
+            commit = repo.read_commit(sha)
+            m = _ORIGIN.match(data)
+            patch = patchmod.Patch(number, name, m.group(1).decode() if m else "",
+                                   commit.author, commit.message, b"")
+            out.append(Carried(number, name, patch, commit))
+        return out
+    from carry.apply import materialize
 
-        stamp = repo.read_commit(base).committer.date
-        shas = materialize(repo, list(plist), base, committer=Ident("carry", "carry@cache", stamp))
-        repo.update_ref(ref, shas[-1], message="carry cache")
+    plist = [patchmod.parse(number, name, data) for number, name, data in files]
+    stamp = repo.read_commit(base).committer.date
+    shas = materialize(repo, plist, base, committer=Ident("carry", "carry@cache", stamp))
+    repo.update_ref(ref, shas[-1], message="carry cache")
     return [Carried(p.number, p.file, p, repo.read_commit(s))
             for p, s in zip(plist, shas, strict=True)]
 
@@ -143,10 +158,7 @@ def _cached(repo: Repo, ref: str, base: str, n: int) -> list[str] | None:
 
 def load_chain(series: Series, repo: Repo) -> tuple[str, list[Carried]]:
     base = series_base(series, repo)
-    files = series.patches()
-    datas = [f.read() for f in files]
-    plist = [patchmod.parse(f.number, f.name, d) for f, d in zip(files, datas, strict=True)]
-    return base, chain(repo, plist, base, datas)
+    return base, chain(repo, [(f.number, f.name, f.read()) for f in series.patches()], base)
 
 
 # -- the replay ---------------------------------------------------------------------------------

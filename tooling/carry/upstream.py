@@ -1,16 +1,22 @@
 """What a target already contains: resolving targets, fetching, and finding the carried patches
 that upstream has absorbed.
 
-Drop detection never runs a git process per upstream commit. Patch-ids come from one
-path-limited `git log -p` piped into one `git patch-id --stable` (only commits that touch a
-carried path can share a patch-id with a carried patch); trailers and PR numbers come from one
-`git log --fixed-strings --grep` over the same range, so git does the searching.
+Drop detection never runs a git process per upstream commit. Patch-ids are compared by git's
+own `rev-list --cherry-mark` over the whole range (the same header-only-first search as
+`git cherry`, split over the cores when the range is long); trailers and PR numbers come from
+one `git log --fixed-strings --grep` over the same range, run at the same time. Only the few
+commits those mark are read again.
+
+A path-limited `git log -p -- <paths>` looks cheaper but is not: in a wide tree, matching
+every tree entry against every pathspec costs more than git's plain tree diff.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from carry import trailers as trailermod
@@ -119,57 +125,67 @@ def fetch(series: Series, repo: Repo) -> list[str]:
 
 def find_drops(repo: Repo, carried: Sequence[Carried], base: str, target: str,
                provenance: Sequence[Provenance] = ()) -> dict[int, Drop]:
-    """The patches the target already has, each with its reason, decided before any replay."""
+    """The patches the target already has, each with its reason, decided before any replay.
+
+    The patch-id search (git's own, over the whole range) and the message search run at the
+    same time; only the few commits they mark are read any further.
+    """
     if not carried:
         return {}
     mb = repo.merge_base(base, target)
-    if mb == target:
-        upstream_revs: list[str] = []
-    else:
-        upstream_revs = [target, *([f"^{mb}"] if mb else []), f"^{base}"]
     drops: dict[int, Drop] = {}
-    if upstream_revs:
-        _by_patch_id(repo, carried, base, upstream_revs, drops)
-        _by_message(repo, carried, upstream_revs, provenance, drops)
+    if mb != target:
+        upstream_revs = [target, *([f"^{mb}"] if mb else []), f"^{base}"]
+        needles = _needles(carried, provenance)
+        jobs = max(1, min(os.cpu_count() or 1, 4))
+        with ThreadPoolExecutor(2) as pool:
+            marks = pool.submit(repo.cherry_marked, carried[-1].commit.sha, target, [base], jobs)
+            grep = pool.submit(repo.grep_log, upstream_revs, needles)
+            marked, hits = marks.result(), grep.result()
+        _by_patch_id(repo, carried, marked, drops)
+        _by_message(repo, carried, [repo.read_commit(sha) for sha in hits], provenance, drops)
     _by_reachability(repo, carried, target, mb, provenance, drops)
     return drops
 
 
-def _by_patch_id(repo: Repo, carried: Sequence[Carried], base: str,
-                 upstream_revs: list[str], drops: dict[int, Drop]) -> None:
-    head = carried[-1].commit.sha
-    paths = repo.changed_paths(f"{base}..{head}")
-    if not paths:
-        return
-    pairs = repo.log_patch_ids([head, *upstream_revs], paths)
+def _by_patch_id(repo: Repo, carried: Sequence[Carried], marked: set[str],
+                 drops: dict[int, Drop]) -> None:
+    """Name the upstream twin of each marked patch: one patch-id pass over marked commits."""
     ours = {c.commit.sha for c in carried}
-    upstream: dict[str, str] = {}
+    hit = [c for c in carried if c.commit.sha in marked]
+    if not hit:
+        return
+    theirs = sorted(marked - ours)
     mine: dict[str, str] = {}
-    for pid, commit in pairs:
+    upstream: dict[str, str] = {}
+    for pid, commit in repo.log_patch_ids(["--no-walk", *(c.commit.sha for c in hit), *theirs]):
         if commit in ours:
             mine[commit] = pid
         else:
-            upstream.setdefault(pid, commit)  # log is newest first; keep the newest
-    for c in carried:
-        hit = upstream.get(mine.get(c.commit.sha, ""))
-        if hit and c.number not in drops:
-            drops[c.number] = Drop(f"patch-id equal to upstream {_describe(repo, hit)}", hit)
+            upstream.setdefault(pid, commit)
+    for c in hit:
+        twin = upstream.get(mine.get(c.commit.sha, ""))
+        if c.number not in drops:
+            what = _describe(repo, twin) if twin else "a commit of the target"
+            drops[c.number] = Drop(f"patch-id equal to upstream {what}", twin or "")
 
 
-def _by_message(repo: Repo, carried: Sequence[Carried], upstream_revs: list[str],
-                provenance: Sequence[Provenance], drops: dict[int, Drop]) -> None:
+def _needles(carried: Sequence[Carried], provenance: Sequence[Provenance]) -> list[str]:
     needles: list[str] = []
     for c in carried:
         for t in c.patch.trailers:
             if t.is_("Change-Id") or t.is_("Link"):
                 needles.append(t.value)
         if c.patch.origin:
-            needles.append(f"cherry picked from commit {c.patch.origin}")
-    equivalents = _equivalents(provenance)
-    for number in equivalents:
+            needles.append(f"cherry picked from commit {c.patch.origin[:7]}")
+    for number in _equivalents(provenance):
         needles += [f"(#{number})", f"Merge pull request #{number} "]
-    needles = [n for n in dict.fromkeys(needles) if n.strip()]
-    hits = [repo.read_commit(sha) for sha in repo.grep_log(upstream_revs, needles)]
+    return [n for n in dict.fromkeys(needles) if n.strip()]
+
+
+def _by_message(repo: Repo, carried: Sequence[Carried], hits: list[RawCommit],
+                provenance: Sequence[Provenance], drops: dict[int, Drop]) -> None:
+    equivalents = _equivalents(provenance)
     for commit in reversed(hits):  # oldest first, so a reason names the first upstream form
         tlist = trailermod.parse(commit.message)
         change_ids = {t.value for t in tlist if t.is_("Change-Id")}

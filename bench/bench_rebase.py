@@ -1,0 +1,255 @@
+"""Replay a series onto a moved base: carry rebase against raw git, in one run.
+
+Builds (with one `git fast-import`) a repository of --files files, a series of --patches
+commits on its base, and an upstream that moved by --upstream commits, some of them in the
+series' files, so the replay does real three-way merges. Then it times, on the same repo:
+
+- carry rebase (the CLI, as a user runs it), with a warm chain cache and with a cold one;
+- the merge-tree lower bound: a plain plumbing loop (commit-tree graft, merge-tree,
+  commit-tree per patch; facts.md's 2.39 recipe) with the series already as commits;
+- `git rebase --onto` in an existing worktree, and `git worktree add` + `git am -3` of the
+  series' patch files in a fresh worktree.
+
+Usage: python bench/bench_rebase.py [--files 100000 --patches 50 --upstream 500 --repeat 3]
+Quick: python bench/bench_rebase.py --files 5000 --patches 10 --upstream 50 --repeat 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+AUTHOR = "A U Thor <author@example.com>"
+LINES = 12  # per file; patches edit line 2, upstream edits line 9: clean but real merges
+ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_COMMITTER_NAME": "Bench",
+       "GIT_COMMITTER_EMAIL": "bench@example.com", "GIT_AUTHOR_NAME": "A U Thor",
+       "GIT_AUTHOR_EMAIL": "author@example.com"}
+
+
+def git(repo: Path, *args: str, input: bytes | None = None, env: dict[str, str] | None = None
+        ) -> str:
+    full = {**os.environ, **ENV, **(env or {})}
+    proc = subprocess.run(["git", *args], cwd=repo, input=input, capture_output=True, env=full)
+    if proc.returncode != 0:
+        raise SystemExit(f"git {' '.join(args[:3])} failed: {proc.stderr.decode()[:500]}")
+    return proc.stdout.decode().strip()
+
+
+def path_of(i: int, width: int = 100) -> str:
+    return f"d{i // width:04d}/f{i % width:03d}.txt"
+
+
+def content(i: int, edits: dict[int, str]) -> bytes:
+    lines = [f"file {i} line {n}\n" for n in range(LINES)]
+    for n, text in edits.items():
+        lines[n] = text
+    return "".join(lines).encode()
+
+
+class Stream:
+    """A fast-import stream with marks, so thousands of commits cost one process."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.mark = 0
+        self.clock = 1_700_000_000
+
+    def data(self, payload: bytes) -> None:
+        self.parts.append(b"data %d\n" % len(payload) + payload + b"\n")
+
+    def commit(self, ref: str, message: str, files: dict[str, bytes],
+               parent: str | None = None, author: str = AUTHOR) -> str:
+        self.mark += 1
+        self.clock += 60
+        self.parts.append(f"commit {ref}\nmark :{self.mark}\n"
+                          f"author {author} {self.clock} +0200\n"
+                          f"committer Bench <bench@example.com> {self.clock} +0000\n".encode())
+        self.data(message.encode())
+        if parent:
+            self.parts.append(f"from {parent}\n".encode())
+        for name, payload in files.items():
+            self.parts.append(f"M 100644 inline {name}\n".encode())
+            self.data(payload)
+        self.parts.append(b"\n")
+        return f":{self.mark}"
+
+    def bytes(self) -> bytes:
+        return b"".join(self.parts)
+
+
+def generate(root: Path, files: int, patches: int, upstream: int, drops: int = 0) -> Path:
+    """The repository: `base` (all files), `series` (patches on base), `main` (upstream)."""
+    repo = root / "repo"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.name", "Bench")
+    git(repo, "config", "user.email", "bench@example.com")
+    s = Stream()
+    base = s.commit("refs/heads/main", "base\n", {path_of(i): content(i, {}) for i in range(files)})
+    s.parts.append(f"reset refs/tags/base\nfrom {base}\n\n".encode())
+    step = max(1, files // max(patches, 1))
+    targets = [(k * step + 7) % files for k in range(patches)]
+    prev = base
+    for k, i in enumerate(targets):
+        msg = (f"carried patch {k}\n\nWhy this patch exists.\n\n"
+               f"Signed-off-by: {AUTHOR}\n")
+        prev = s.commit("refs/heads/series", msg, {path_of(i): content(i, {2: f"patched {k}\n"})},
+                        parent=prev if k == 0 else None)
+    prev = base
+    for j in range(upstream):
+        if j < drops:  # upstream took some patches as they are: patch-id drops
+            i = targets[j]
+            files_ = {path_of(i): content(i, {2: f"patched {j}\n"})}
+        elif j % 10 == 0 and targets:  # touch a carried file elsewhere: a real merge
+            i = targets[(j // 10) % len(targets)]
+            files_ = {path_of(i): content(i, {9: f"upstream {j}\n"})}
+        else:
+            i = (j * 7919 + 13) % files
+            files_ = {path_of(i): content(i, {9: f"upstream {j}\n"})}
+        prev = s.commit("refs/heads/main", f"upstream change {j}\n", files_,
+                        parent=prev if j == 0 else None)
+    git(repo, "fast-import", "--quiet", input=s.bytes())
+    git(repo, "repack", "-adq")
+    git(repo, "reset", "-q", "--hard", "main")
+    return repo
+
+
+def import_series(root: Path, repo: Path) -> Path:
+    from carry import importer
+
+    series_root = root / "series"
+    series_root.mkdir()
+    importer.run(series_root, "bench", str(repo), branch="series", base_ref="base",
+                 title="Benchmark series")
+    return series_root
+
+
+def timed(fn: Callable[[], object], repeat: int, setup: Callable[[], object] | None = None
+          ) -> float:
+    times = []
+    for _ in range(repeat):
+        if setup:
+            setup()
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def lower_bound(repo: Path, onto: str) -> str:
+    """The plain plumbing loop: three git processes per patch, nothing else."""
+    log = git(repo, "log", "--reverse", "--format=%H %P", "base..series").splitlines()
+    head = git(repo, "rev-parse", onto)
+    tree = git(repo, "rev-parse", f"{onto}^{{tree}}")
+    env = {"GIT_AUTHOR_NAME": "A U Thor", "GIT_AUTHOR_EMAIL": "author@example.com",
+           "GIT_AUTHOR_DATE": "@1700000000 +0200"}
+    for line in log:
+        commit, parent = line.split()[:2]
+        graft = git(repo, "commit-tree", tree, "-p", parent, "-m", "graft", env=env)
+        tree = git(repo, "merge-tree", "--write-tree", graft, commit).splitlines()[0]
+        head = git(repo, "commit-tree", tree, "-p", head, "-m", "patch", env=env)
+    return head
+
+
+def carry_cli(series_root: Path, repo: Path, onto: str, branch: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "carry", "rebase", "bench", "--repo", str(repo), "--onto", onto,
+         "--series-dir", str(series_root), "--branch", branch, "--json"],
+        capture_output=True, env={**os.environ, **ENV})
+    if proc.returncode != 0:
+        raise SystemExit(f"carry rebase failed: {proc.stderr.decode()[:800]}")
+
+
+def drop_cache(repo: Path) -> None:
+    for ref in git(repo, "for-each-ref", "--format=%(refname)", "refs/carry/cache/").split():
+        git(repo, "update-ref", "-d", ref)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--files", type=int, default=100_000)
+    ap.add_argument("--patches", type=int, default=50)
+    ap.add_argument("--upstream", type=int, default=500)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--keep", type=Path, help="build in this directory and keep it")
+    args = ap.parse_args()
+    root = args.keep or Path(tempfile.mkdtemp(prefix="carry-bench-"))
+    try:
+        run(root, args)
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def run(root: Path, args: argparse.Namespace) -> None:
+    t0 = time.perf_counter()
+    repo = generate(root, args.files, args.patches, args.upstream)
+    series_root = import_series(root, repo)
+    print(f"# repo: {args.files} files, {args.patches} patches, base moved by {args.upstream} "
+          f"commits (generated in {time.perf_counter() - t0:.1f}s, git "
+          f"{git(repo, 'version').split()[-1]}, {os.cpu_count()} cores)")
+    n = [0]
+
+    def branch() -> str:
+        n[0] += 1
+        return f"bench/carry-{n[0]}"
+
+    results: dict[str, float] = {}
+    results["carry rebase, cold cache (CLI)"] = timed(
+        lambda: carry_cli(series_root, repo, "main", branch()), args.repeat,
+        setup=lambda: drop_cache(repo))
+    results["carry rebase, warm cache (CLI)"] = timed(
+        lambda: carry_cli(series_root, repo, "main", branch()), args.repeat)
+    results["carry --help (interpreter start)"] = timed(
+        lambda: subprocess.run([sys.executable, "-m", "carry", "--help"], capture_output=True,
+                               check=True), args.repeat)
+    results["merge-tree lower bound (plumbing loop)"] = timed(
+        lambda: lower_bound(repo, "main"), args.repeat)
+
+    wt = root / "wt-rebase"
+    git(repo, "worktree", "add", "-q", "-b", "bench/rebase", str(wt), "series")
+
+    def reset_rebase() -> None:
+        git(wt, "reset", "-q", "--hard", "series")
+
+    results["git rebase --onto (existing worktree)"] = timed(
+        lambda: git(wt, "rebase", "-q", "--onto", "main", "base"), args.repeat,
+        setup=reset_rebase)
+
+    patch_files = sorted(str(p) for p in (series_root / "bench" / "patches").iterdir())
+    counter = [0]
+
+    def am() -> None:
+        counter[0] += 1
+        fresh = root / f"wt-am-{counter[0]}"
+        git(repo, "worktree", "add", "-q", "--detach", str(fresh), "main")
+        git(fresh, "am", "-q", "-3", *patch_files)
+
+    results["git worktree add + git am -3 (fresh worktree)"] = timed(am, max(1, args.repeat // 2))
+
+    width = max(len(k) for k in results)
+    print(f"{'measurement':<{width}}  seconds (median of {args.repeat})")
+    for k, v in results.items():
+        print(f"{k:<{width}}  {v:8.3f}")
+    warm = results["carry rebase, warm cache (CLI)"]
+    cold = results["carry rebase, cold cache (CLI)"]
+    low = results["merge-tree lower bound (plumbing loop)"]
+    am3 = results["git worktree add + git am -3 (fresh worktree)"]
+    reb = results["git rebase --onto (existing worktree)"]
+    print(f"ratio carry(warm) / lower bound     = {warm / low:5.2f}x   (goal <= 1.3x)")
+    print(f"ratio carry(cold) / lower bound     = {cold / low:5.2f}x")
+    print(f"speed-up vs worktree git am -3      = {am3 / warm:5.1f}x warm, {am3 / cold:5.1f}x cold"
+          "   (goal >= 5x)")
+    print(f"speed-up vs git rebase              = {reb / warm:5.1f}x warm, {reb / cold:5.1f}x cold")
+
+
+if __name__ == "__main__":
+    main()

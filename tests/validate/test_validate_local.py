@@ -181,7 +181,8 @@ def test_an_unchanged_input_is_answered_from_the_cache(calc: Calc) -> None:
     assert "9 tests passed and 1 skipped across the three suites" in again.out
     # --commit on the fork branch is the same tree, plan and interpreter: the same entry
     code, by_commit = calc.report("fix", "--commit", "fork/fix")
-    assert code == 0 and by_commit["cached"] and by_commit["onto"] == calc.up.rev("v1")
+    assert code == 0 and by_commit["cached"] and by_commit["cached_for"] == calc.up.rev("fork/fix")
+    assert by_commit["onto"] == calc.up.rev("v1")
     assert sorted(p for p in runs.iterdir() if p.is_dir() and p.name != "cache") == dirs
     fresh = calc.validate("fix", "--onto", "v1", "--no-cache")
     assert fresh.code == 0 and "[cached]" not in fresh.out

@@ -188,9 +188,10 @@ def show_validate(r: Report, as_json: bool) -> None:
         render.say(r.summary)
     state = "passed" if r.status == "passed" else "FAILED"
     if r.cached:
-        render.say(f"validation {state} (cached: this tree, plan and "
-                   f"{'image' if r.image else 'interpreter'} were validated at {r.started}; "
-                   "nothing ran, --no-cache runs again)")
+        render.say(f"validation {state} (cached: {_short(r.cached_for)} has the tree "
+                   f"{_short(r.head_tree)} that ran with this plan and "
+                   f"{'image' if r.image else 'interpreter'} at {r.started}; nothing ran, "
+                   "--no-cache runs again)")
     else:
         render.say(f"validation {state} in {r.seconds:.1f}s")
     render.say(f"logs: {r.run_dir}")

@@ -213,6 +213,7 @@ class Report:
     hook_notes: list[str] = field(default_factory=list)
     baseline: Baseline | None = None
     cached: bool = False
+    cached_for: str = ""  # on a cache hit: this run's result commit, with the same tree
 
     @property
     def exit_code(self) -> int:

@@ -108,13 +108,17 @@ def validate(
     python: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="Interpreter for the steps (default: the plan's [test].python).")] = None,
     baseline: Annotated[bool, typer.Option(
+        "--baseline",
         help="Also run the series' tests on the unfixed base: they must fail there.")] = False,
     no_cache: Annotated[bool, typer.Option(
         "--no-cache", help="Run even if this exact input was validated before.")] = False,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """Run the series' test plan (pytest suites, pre-commit hooks, git diff --check)."""
+    """Run the series' test plan (pytest suites, pre-commit hooks, git diff --check).
+
+    Exit 0 when everything passed, 1 when something failed, 2 on bad input.
+    """
     from carry import render, series, views
     from carry.git import Repo
     from carry.validate import run as validate_run

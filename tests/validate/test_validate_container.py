@@ -91,8 +91,7 @@ def test_podman_runs_the_plan_in_the_pinned_image(calc: CommitBuilder, tmp_path:
     assert rep["steps"][3]["command"].startswith("pre-commit run typecheck --hook-stage manual")
     assert rep["baseline"]["proven"] == [
         "tests/test_core.py::test_retained_keeps_the_state_below_the_last_boundary"]
-    # neither the interpreter nor the wheel exists on the host: this ran in the image
-    assert not Path(VENV_PYTHON).exists() or sys.prefix == "/opt/venv"
+    # the wheel went into the image's venv, not into anything on the host
     assert subprocess.run([sys.executable, "-c", "import carry_tinydep"],
                           capture_output=True).returncode != 0
     assert "10 passed" in Path(rep["steps"][1]["log"]).read_text()

@@ -103,9 +103,14 @@ class LocalEngine:
         return os.path.realpath(found)
 
     def identity(self) -> str:
+        """The interpreter and its installed packages: a site-packages directory changes
+        its mtime whenever a distribution is added, removed or upgraded."""
         path = self._resolved()
-        st = os.stat(path)
-        return f"local:{path}:{st.st_size}:{st.st_mtime_ns}"
+        prefix = Path(shutil.which(self.python) or path).parent.parent
+        stamps = [f"{path}:{os.stat(path).st_size}:{os.stat(path).st_mtime_ns}"]
+        for site in sorted(prefix.glob("lib/python*/site-packages")):
+            stamps.append(f"{site}:{site.stat().st_mtime_ns}")
+        return "local:" + ";".join(stamps)
 
     def check(self) -> None:
         self._resolved()

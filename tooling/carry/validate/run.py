@@ -270,9 +270,10 @@ def _baseline(repo: Repo, t: Target, commit: str, files: list[str], modules: lis
     if not modules:
         return Baseline(commit, files, None, "", [], [], [], True,
                         "the series changes no test module inside the planned suites")
-    if base is None:
-        return Baseline(commit, files, None, "", [], [], [], True,
-                        "the baseline pytest run wrote no JUnit XML; see its log")
+    if base is None or head is None:
+        which = "baseline" if base is None else "series' own"
+        return Baseline(commit, files, base, "", [], [], [], True,
+                        f"the {which} pytest run wrote no JUnit XML; see its log")
     before = {m: _def_names(repo.show_file(t.onto, m)) for m in modules}
     after = head.outcomes if head else {}
     proven: list[str] = []

@@ -261,7 +261,8 @@ def supersede(
     json: Json = False,
 ) -> None:
     """Find open PRs that duplicate the series; comment "Superseded by #N" and close them."""
-    from carry import series, supersede as supmod, views
+    from carry import series, views
+    from carry import supersede as supmod
     from carry.git import Repo
 
     result = supmod.run(series.find(_root(series_dir), name), forge_repo, by,

@@ -655,13 +655,19 @@ class Repo:
         self.run("add", "--update", "--", ".")
         return self.out("write-tree")
 
-    def set_ref(self, ref: str, new: str | None, old: str | None) -> None:
+    def set_ref(self, ref: str, new: str | None, old: str | None,
+                message: str = "carry") -> None:
         """Move, create (old None) or delete (new None) `ref`, only if it still holds `old`."""
         expect = old or NULL_SHA
         if new is None:
-            self.run("update-ref", "-m", "carry", "-d", ref, expect)
+            self.run("update-ref", "-m", message, "-d", ref, expect)
         else:
-            self.run("update-ref", "-m", "carry", ref, new, expect)
+            self.run("update-ref", "-m", message, ref, new, expect)
+
+    def reflog_subjects(self, ref: str, limit: int = 20) -> list[str]:
+        """The latest reflog messages of `ref`, newest first (none when it keeps no log)."""
+        proc = self.run("reflog", "show", f"-{limit}", "--format=%gs", ref, "--", check=False)
+        return proc.stdout.decode("utf-8", "replace").splitlines() if proc.returncode == 0 else []
 
     def range_diff(self, *args: str, color: bool = False) -> str:
         flag = "--color=always" if color else "--no-color"

@@ -9,6 +9,7 @@ accepts where `A..A B..C` fails with "need two commit ranges".
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 
@@ -17,6 +18,8 @@ from carry.errors import CarryError
 from carry.git import Repo
 from carry.series import MANIFEST, PATCH_NAME, Series, parse_manifest
 from carry.upstream import release_tags
+
+_ONTO = re.compile(r"^carry rebase \S+ onto \S+ ([0-9a-f]{40})$")
 
 
 @dataclass(frozen=True)
@@ -71,14 +74,20 @@ def version_side(series: Series, repo: Repo, version: str) -> Side:
 
 
 def ref_side(series: Series, repo: Repo, against: str, old: Side) -> Side:
-    """`BASE..HEAD`, or a ref whose base is the nearest merge base with a manifest target (or
-    the old version's base): for a branch that carry rebased, that is the commit it went onto."""
+    """`BASE..HEAD`, or a ref: for a branch that carry rebase wrote, its reflog names the
+    commit it went onto; otherwise the nearest merge base with a manifest target (or with the
+    old version's base) is taken for the start."""
     if ".." in against:
         base_rev, _, head_rev = against.partition("..")
         base, head = repo.rev_parse(base_rev or "HEAD"), repo.rev_parse(head_rev or "HEAD")
     else:
         head = repo.rev_parse(against)
         candidates = {old.base} if old.base else set()
+        for subject in repo.reflog_subjects(against):
+            m = _ONTO.match(subject)  # the branch says where carry rebase put it
+            if m and repo.is_ancestor(m.group(1), head):
+                candidates = {m.group(1)}
+                break
         for t in series.manifest.targets:
             refs = [t.ref] if t.ref else release_tags(repo, t.tags)[-max(t.latest, 1):]
             for ref in refs:

@@ -361,7 +361,8 @@ def _finish(series: Series, repo: Repo, result: TargetResult, target: ResolvedTa
     _write_state(path, _state(series, result, target, ref, old, refresh_, "finishing",
                               result.head, len(result.patches)))
     try:
-        repo.set_ref(ref, result.head, old)
+        repo.set_ref(ref, result.head, old, message=f"carry rebase {series.name} onto "
+                     f"{target.name} {target.sha}")
     except GitError as exc:
         path.unlink(missing_ok=True)
         result.status, result.head = "failed", ""
@@ -439,7 +440,7 @@ def abort(series: Series, repo: Repo, which: Sequence[str] = ()) -> list[Aborted
             ref, old = state["branch"], state["branch_old"]
             now = repo.try_rev_parse(ref) if repo.ref_exists(ref) else None
             if now == state["head"] and now != old:
-                repo.set_ref(ref, old, now)
+                repo.set_ref(ref, old, now, message=f"carry rebase --abort {series.name}")
                 restored = True
         _state_path(repo, series.name, slug).unlink(missing_ok=True)
         out.append(Aborted(series.name, t["name"], state["branch"], restored,

@@ -18,6 +18,16 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 PREFIX = "/api/v3"
+WEB = "http://github.invalid"  # html_url host: never contacted, only shown
+STAMP = "2026-12-03T00:00:00Z"
+
+
+def _num(text: str) -> int:
+    return int.from_bytes(text.encode()[:6].ljust(6, b"\0"), "big") % 10**8
+
+
+def _stamp(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
 @dataclass
@@ -173,52 +183,163 @@ class _Handler(BaseHTTPRequestHandler):
     # -- objects ---------------------------------------------------------------------------
 
     def user_json(self, login: str) -> dict[str, Any]:
-        return {"login": login, "id": abs(hash(login)) % 10**6, "type": "User",
-                "url": f"{self.base()}/users/{login}",
-                "html_url": f"http://github.invalid/{login}"}
-
-    def repo_json(self, full: str) -> dict[str, Any]:
-        owner, name = full.split("/")
-        return {"id": abs(hash(full)) % 10**6, "name": name, "full_name": full,
-                "owner": self.user_json(owner), "private": False,
-                "url": f"{self.base()}/repos/{full}",
-                "html_url": f"http://github.invalid/{full}", "default_branch": "main"}
-
-    def pull_json(self, full: str, p: Pull) -> dict[str, Any]:
-        owner = full.split("/")[0]
+        api, web = f"{self.base()}/users/{login}", f"{WEB}/{login}"
         return {
-            "id": p.number + 10_000, "number": p.number, "state": p.state, "title": p.title,
-            "body": p.body, "draft": p.draft, "merged": p.merged, "locked": False,
-            "user": self.user_json(p.user),
-            "url": f"{self.base()}/repos/{full}/pulls/{p.number}",
-            "html_url": f"http://github.invalid/{full}/pull/{p.number}",
-            "issue_url": f"{self.base()}/repos/{full}/issues/{p.number}",
-            "comments_url": f"{self.base()}/repos/{full}/issues/{p.number}/comments",
-            "commits_url": f"{self.base()}/repos/{full}/pulls/{p.number}/commits",
+            "login": login, "id": _num(login), "node_id": f"U_{_num(login)}",
+            "avatar_url": f"{WEB}/avatars/{login}", "gravatar_id": "", "url": api,
+            "html_url": web, "followers_url": f"{api}/followers",
+            "following_url": f"{api}/following{{/other_user}}",
+            "gists_url": f"{api}/gists{{/gist_id}}",
+            "starred_url": f"{api}/starred{{/owner}}{{/repo}}",
+            "subscriptions_url": f"{api}/subscriptions", "organizations_url": f"{api}/orgs",
+            "repos_url": f"{api}/repos", "events_url": f"{api}/events{{/privacy}}",
+            "received_events_url": f"{api}/received_events", "type": "User",
+            "site_admin": False,
+        }
+
+    def private_user_json(self, login: str) -> dict[str, Any]:
+        counts = ("public_repos", "public_gists", "followers", "following", "private_gists",
+                  "total_private_repos", "owned_private_repos", "disk_usage", "collaborators")
+        return {**self.user_json(login), **dict.fromkeys(counts, 0), "name": login,
+                "company": None, "blog": "", "location": None, "email": None,
+                "hireable": None, "bio": None, "created_at": STAMP, "updated_at": STAMP,
+                "two_factor_authentication": True}
+
+    def repo_json(self, full: str, complete: bool = False) -> dict[str, Any]:
+        owner, name = full.split("/")
+        api = f"{self.base()}/repos/{full}"
+        templated = {
+            "archive_url": "{archive_format}{/ref}", "assignees_url": "/assignees{/user}",
+            "blobs_url": "/git/blobs{/sha}", "branches_url": "/branches{/branch}",
+            "collaborators_url": "/collaborators{/collaborator}",
+            "comments_url": "/comments{/number}", "commits_url": "/commits{/sha}",
+            "compare_url": "/compare/{base}...{head}", "contents_url": "/contents/{+path}",
+            "contributors_url": "/contributors", "deployments_url": "/deployments",
+            "downloads_url": "/downloads", "events_url": "/events", "forks_url": "/forks",
+            "git_commits_url": "/git/commits{/sha}", "git_refs_url": "/git/refs{/sha}",
+            "git_tags_url": "/git/tags{/sha}", "issue_comment_url": "/issues/comments{/number}",
+            "issue_events_url": "/issues/events{/number}", "issues_url": "/issues{/number}",
+            "keys_url": "/keys{/key_id}", "labels_url": "/labels{/name}",
+            "languages_url": "/languages", "merges_url": "/merges",
+            "milestones_url": "/milestones{/number}",
+            "notifications_url": "/notifications{?since,all,participating}",
+            "pulls_url": "/pulls{/number}", "releases_url": "/releases{/id}",
+            "stargazers_url": "/stargazers", "statuses_url": "/statuses/{sha}",
+            "subscribers_url": "/subscribers", "subscription_url": "/subscription",
+            "tags_url": "/tags", "teams_url": "/teams", "trees_url": "/git/trees{/sha}",
+            "hooks_url": "/hooks",
+        }
+        data: dict[str, Any] = {
+            "id": _num(full), "node_id": f"R_{_num(full)}", "name": name, "full_name": full,
+            "owner": self.user_json(owner), "private": False, "html_url": f"{WEB}/{full}",
+            "description": None, "fork": False, "url": api,
+            **{k: f"{api}{'/' if k == 'archive_url' else ''}{v}" for k, v in templated.items()},
+            "git_url": f"git://github.invalid/{full}.git",
+            "ssh_url": f"git@github.invalid:{full}.git", "clone_url": f"{WEB}/{full}.git",
+            "svn_url": f"{WEB}/{full}", "mirror_url": None, "homepage": None, "language": None,
+            "forks_count": 0, "forks": 0, "stargazers_count": 0, "watchers_count": 0,
+            "watchers": 0, "size": 0, "default_branch": "main",
+            "open_issues_count": 0, "open_issues": 0, "has_issues": True,
+            "has_projects": False, "has_wiki": False, "has_pages": False,
+            "has_discussions": False, "has_downloads": False, "archived": False,
+            "disabled": False, "visibility": "public", "license": None,
+            "pushed_at": STAMP, "created_at": STAMP, "updated_at": STAMP,
+        }
+        if complete:
+            data.update(subscribers_count=0, network_count=0)
+        return data
+
+    def pull_json(self, full: str, p: Pull, simple: bool = False) -> dict[str, Any]:
+        owner = full.split("/")[0]
+        api, web = f"{self.base()}/repos/{full}", f"{WEB}/{full}"
+        url = f"{api}/pulls/{p.number}"
+        closed = None if p.state == "open" else STAMP
+        data: dict[str, Any] = {
+            "url": url, "id": p.number + 10_000, "node_id": f"PR_{p.number}",
+            "html_url": f"{web}/pull/{p.number}", "diff_url": f"{web}/pull/{p.number}.diff",
+            "patch_url": f"{web}/pull/{p.number}.patch",
+            "issue_url": f"{api}/issues/{p.number}", "commits_url": f"{url}/commits",
+            "review_comments_url": f"{url}/comments",
+            "review_comment_url": f"{api}/pulls/comments{{/number}}",
+            "comments_url": f"{api}/issues/{p.number}/comments",
+            "statuses_url": f"{api}/statuses/{p.head_sha}",
+            "number": p.number, "state": p.state, "locked": False, "title": p.title,
+            "user": self.user_json(p.user), "body": p.body,
+            "labels": [self.label_json(full, n) for n in p.labels], "milestone": None,
+            "active_lock_reason": None, "created_at": _stamp(p.created),
+            "updated_at": _stamp(p.created), "closed_at": closed,
+            "merged_at": closed if p.merged else None, "merge_commit_sha": None,
+            "assignee": None, "assignees": [], "requested_reviewers": [],
+            "requested_teams": [], "draft": p.draft,
             "head": {"label": f"{owner}:{p.head}", "ref": p.head, "sha": p.head_sha,
                      "repo": self.repo_json(full), "user": self.user_json(owner)},
             "base": {"label": f"{owner}:{p.base}", "ref": p.base, "sha": "0" * 40,
                      "repo": self.repo_json(full), "user": self.user_json(owner)},
-            "labels": [{"name": n, "color": "ededed"} for n in p.labels],
-            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(p.created)),
-            "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(p.created)),
-            "closed_at": None if p.state == "open" else "2026-12-03T00:00:00Z",
+            "_links": {k: {"href": v} for k, v in {
+                "self": url, "html": f"{web}/pull/{p.number}",
+                "issue": f"{api}/issues/{p.number}",
+                "comments": f"{api}/issues/{p.number}/comments",
+                "review_comments": f"{url}/comments",
+                "review_comment": f"{api}/pulls/comments{{/number}}",
+                "commits": f"{url}/commits", "statuses": f"{api}/statuses/{p.head_sha}"}.items()},
+            "author_association": "CONTRIBUTOR", "auto_merge": None,
         }
+        if not simple:
+            data.update(
+                merged=p.merged, mergeable=None, rebaseable=None, mergeable_state="unknown",
+                merged_by=None, comments=self._comment_count(full, p.number),
+                review_comments=0, maintainer_can_modify=False, commits=len(p.commits),
+                additions=0, deletions=0, changed_files=0)
+        return data
+
+    def commit_json(self, full: str, sha: str) -> dict[str, Any]:
+        api = f"{self.base()}/repos/{full}"
+        person = {"name": "A U Thor", "email": "author@example.com", "date": STAMP}
+        return {
+            "url": f"{api}/commits/{sha}", "sha": sha, "node_id": f"C_{sha[:8]}",
+            "html_url": f"{WEB}/{full}/commit/{sha}", "comments_url": f"{api}/commits/{sha}/comments",
+            "commit": {"url": f"{api}/git/commits/{sha}", "author": person,
+                       "committer": person, "message": "", "comment_count": 0,
+                       "tree": {"sha": "0" * 40, "url": f"{api}/git/trees/{'0' * 40}"}},
+            "author": None, "committer": None, "parents": [],
+        }
+
+    def label_json(self, full: str, name: str) -> dict[str, Any]:
+        return {"id": _num(name), "node_id": f"LA_{_num(name)}",
+                "url": f"{self.base()}/repos/{full}/labels/{name}", "name": name,
+                "description": None, "color": "ededed", "default": False,
+                "archived_at": None, "archived_by": None}
+
+    def _comment_count(self, full: str, number: int) -> int:
+        return sum(1 for c in self.state.repo(full).comments if c.issue == number)
 
     def issue_json(self, full: str, p: Pull) -> dict[str, Any]:
         """A pull request seen as an issue, as GitHub's issues endpoints answer."""
-        data = self.pull_json(full, p)
-        data["pull_request"] = {"url": data["url"], "html_url": data["html_url"]}
-        data["url"] = data["issue_url"]
-        data["comments"] = sum(1 for c in self.state.repo(full).comments if c.issue == p.number)
-        return data
+        api = f"{self.base()}/repos/{full}"
+        pull = self.pull_json(full, p)
+        return {
+            "id": p.number + 20_000, "node_id": f"I_{p.number}", "url": pull["issue_url"],
+            "repository_url": api, "labels_url": f"{api}/issues/{p.number}/labels{{/name}}",
+            "comments_url": pull["comments_url"], "events_url": f"{api}/issues/{p.number}/events",
+            "html_url": pull["html_url"], "number": p.number, "state": p.state,
+            "title": p.title, "body": p.body, "user": pull["user"], "labels": pull["labels"],
+            "assignee": None, "assignees": [], "milestone": None, "locked": False,
+            "active_lock_reason": None, "comments": self._comment_count(full, p.number),
+            "pull_request": {"url": pull["url"], "html_url": pull["html_url"],
+                             "diff_url": pull["diff_url"], "patch_url": pull["patch_url"],
+                             "merged_at": pull["merged_at"]},
+            "closed_at": pull["closed_at"], "created_at": pull["created_at"],
+            "updated_at": pull["updated_at"], "draft": p.draft,
+            "author_association": "CONTRIBUTOR",
+        }
 
     def comment_json(self, full: str, c: Comment) -> dict[str, Any]:
-        return {"id": c.id, "body": c.body, "user": self.user_json(c.user),
-                "url": f"{self.base()}/repos/{full}/issues/comments/{c.id}",
-                "html_url": f"http://github.invalid/{full}/pull/{c.issue}#issuecomment-{c.id}",
-                "issue_url": f"{self.base()}/repos/{full}/issues/{c.issue}",
-                "created_at": "2026-12-03T00:00:00Z", "updated_at": "2026-12-03T00:00:00Z"}
+        api = f"{self.base()}/repos/{full}"
+        return {"id": c.id, "node_id": f"IC_{c.id}", "body": c.body,
+                "user": self.user_json(c.user), "url": f"{api}/issues/comments/{c.id}",
+                "html_url": f"{WEB}/{full}/pull/{c.issue}#issuecomment-{c.id}",
+                "issue_url": f"{api}/issues/{c.issue}", "created_at": STAMP,
+                "updated_at": STAMP, "author_association": "CONTRIBUTOR"}
 
     def pull_or_404(self, full: str, number: str) -> Pull | None:
         p = self.state.repos.get(full, RepoState(full)).pulls.get(int(number))
@@ -230,16 +351,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def get_rate_limit(self, q: dict[str, str]) -> None:
         core = {"limit": 5000, "remaining": 0 if self.state.rate_limited else 4999,
-                "reset": int(time.time()) + 3600, "used": 1}
-        self.send(200, {"resources": {"core": core, "search": core}, "rate": core})
+                "reset": int(time.time()) + 3600, "used": 1, "resource": "core"}
+        self.send(200, {"resources": {"core": core, "search": {**core, "resource": "search"}},
+                        "rate": core})
 
     def get_user(self, q: dict[str, str]) -> None:
-        self.send(200, self.user_json(self.state.user))
+        self.send(200, self.private_user_json(self.state.user))
 
     def get_repo(self, q: dict[str, str], full: str) -> None:
         if full not in self.state.repos:
             return self.send(404, {"message": "Not Found"})
-        self.send(200, self.repo_json(full))
+        self.send(200, self.repo_json(full, complete=True))
 
     def get_pulls(self, q: dict[str, str], full: str) -> None:
         pulls = sorted(self.state.repo(full).pulls.values(), key=lambda p: -p.number)
@@ -250,7 +372,8 @@ class _Handler(BaseHTTPRequestHandler):
             pulls = [p for p in pulls if p.base == q["base"]]
         if "head" in q:
             pulls = [p for p in pulls if f"{full.split('/')[0]}:{p.head}" == q["head"]]
-        self.page([self.pull_json(full, p) for p in pulls], q, f"/repos/{full}/pulls")
+        self.page([self.pull_json(full, p, simple=True) for p in pulls], q,
+                  f"/repos/{full}/pulls")
 
     def post_pulls(self, q: dict[str, str], full: str) -> None:
         b = self.body()
@@ -289,8 +412,7 @@ class _Handler(BaseHTTPRequestHandler):
     def get_pull_commits(self, q: dict[str, str], full: str, number: str) -> None:
         p = self.pull_or_404(full, number)
         if p:
-            items = [{"sha": sha, "url": f"{self.base()}/repos/{full}/commits/{sha}",
-                      "commit": {"message": ""}} for sha in p.commits]
+            items = [self.commit_json(full, sha) for sha in p.commits]
             self.page(items, q, f"/repos/{full}/pulls/{number}/commits")
 
     def get_comments(self, q: dict[str, str], full: str, number: str) -> None:
@@ -314,7 +436,7 @@ class _Handler(BaseHTTPRequestHandler):
         p = self.pull_or_404(full, number)
         if p:
             p.labels += [x for x in self.body().get("labels", []) if x not in p.labels]
-            self.send(200, [{"name": n, "color": "ededed"} for n in p.labels])
+            self.send(200, [self.label_json(full, n) for n in p.labels])
 
     def get_search_issues(self, q: dict[str, str]) -> None:
         terms = q.get("q", "").split()
@@ -325,7 +447,7 @@ class _Handler(BaseHTTPRequestHandler):
             if "is:open" in terms and p.state != "open":
                 continue
             if all(w in p.body or w in p.title for w in words):
-                found.append(self.issue_json(repo, p))
+                found.append({**self.issue_json(repo, p), "score": 1.0})
         per_page = int(q.get("per_page", 30))
         self.send(200, {"total_count": len(found), "incomplete_results": False,
                         "items": found[:per_page]})

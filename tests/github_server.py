@@ -297,7 +297,8 @@ class _Handler(BaseHTTPRequestHandler):
         person = {"name": "A U Thor", "email": "author@example.com", "date": STAMP}
         return {
             "url": f"{api}/commits/{sha}", "sha": sha, "node_id": f"C_{sha[:8]}",
-            "html_url": f"{WEB}/{full}/commit/{sha}", "comments_url": f"{api}/commits/{sha}/comments",
+            "html_url": f"{WEB}/{full}/commit/{sha}",
+            "comments_url": f"{api}/commits/{sha}/comments",
             "commit": {"url": f"{api}/git/commits/{sha}", "author": person,
                        "committer": person, "message": "", "comment_count": 0,
                        "tree": {"sha": "0" * 40, "url": f"{api}/git/trees/{'0' * 40}"}},

@@ -1,33 +1,65 @@
 #!/usr/bin/env bash
-# carry's self-contained demo: build a small upstream and fork in a temporary folder, then
-# import the fork's series, check it against its trailer policy, and apply it back onto the
-# upstream base, all through the real CLI. Exits non-zero on any unexpected result.
+# carry's self-contained demo, and the CI job on an embedded default. It builds a small
+# upstream and a fork in a temporary folder, then, through the real CLI:
+#   import the fork's series, check it against its trailer policy, apply it back onto the
+#   upstream base; then upstream moves (a release squash-merges two of the patches), and the
+#   CI job (ci/validate-series.sh) rebases onto every target, drops what upstream has, and
+#   validates each result: pytest suites, pre-commit hooks (with a hook id that upstream
+#   renamed, mapped by a fallback) and git diff --check, with the local engine.
+# Exits non-zero on any unexpected result.
 #   pip install -e '.[dev]' && bash ci/demo.sh
 set -euo pipefail
 
+here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/carry-demo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export HOME="$work/home" GIT_CONFIG_NOSYSTEM=1 GIT_PAGER=cat
 export GIT_COMMITTER_NAME="C O Mitter" GIT_COMMITTER_EMAIL="committer@example.com"
+export GIT_AUTHOR_NAME="A U Thor" GIT_AUTHOR_EMAIL="author@example.com"
 mkdir -p "$HOME"
-carry() { python -m carry "$@"; }
+python=$(command -v python3)
+carry() { "$python" -m carry "$@"; }
 fail() { echo "demo: FAILED: $*" >&2; exit 1; }
 step() { printf '\n== %s\n' "$*"; }
 
-# commit AUTHOR EMAIL MESSAGE FILE CONTENT: one commit with an exact author, an hour apart.
+# commit AUTHOR EMAIL MESSAGE FILE < CONTENT: one commit with an exact author, an hour apart.
 clock=1790000000
 commit() {
-  printf '%b' "$5" > "$4" && git add "$4"
+  mkdir -p "$(dirname "$4")" && cat > "$4" && git add "$4"
   clock=$((clock + 3600))
   GIT_AUTHOR_NAME="$1" GIT_AUTHOR_EMAIL="$2" GIT_AUTHOR_DATE="@$clock ${TZ_OFFSET:-+0000}" \
     git commit -q -m "$3"
 }
 
-step "upstream: a small project, tagged v1.0"
+step "upstream: a small project with a test suite and pre-commit hooks, tagged v1.0"
 git init -q -b main "$work/upstream" && cd "$work/upstream"
-mkdir -p vllm/core
-commit "A U Thor" author@example.com "Initial import" vllm/core/cache.py \
-  'def boundaries(n):\n    return [n]\n'
+commit "A U Thor" author@example.com "Initial import" vllm/core/cache.py <<'PY'
+def boundaries(n):
+    return [n]
+PY
+commit "A U Thor" author@example.com "Add tests" tests/test_cache.py <<'PY'
+from vllm.core.cache import boundaries
+
+
+def test_last_boundary():
+    assert boundaries(64)[-1] == 64
+PY
+commit "A U Thor" author@example.com "Add hooks" .pre-commit-config.yaml <<'YAML'
+repos:
+  - repo: local
+    hooks:
+      - id: no-tabs
+        name: no tabs
+        entry: "\t"
+        language: pygrep
+        types: [python]
+      - id: compile-3.12
+        name: byte-compile
+        entry: python -m py_compile
+        language: system
+        types: [python]
+        stages: [manual]
+YAML
 git tag v1.0
 
 step "fork: a four-patch series like the flagship"
@@ -36,34 +68,60 @@ git checkout -q -b dev
 TZ_OFFSET=-0700
 commit "Toby Mao" toby@example.com "[BugFix] Keep a state below each boundary
 
-Signed-off-by: Toby Mao <toby@example.com>" vllm/core/cache.py \
-  'def boundaries(n):\n    return [n - 1, n]\n'
-commit "Toby Mao" toby@example.com "[BugFix] Rename to get_replay_boundaries
+Signed-off-by: Toby Mao <toby@example.com>" vllm/core/cache.py <<'PY'
+def boundaries(n):
+    return [n - 1, n]
+PY
+commit "Toby Mao" toby@example.com "[BugFix] Test the state below the boundary
 
-Signed-off-by: Toby Mao <toby@example.com>" vllm/core/cache.py \
-  'def get_replay_boundaries(n):\n    return [n - 1, n]\n'
+Signed-off-by: Toby Mao <toby@example.com>" tests/test_below.py <<'PY'
+from vllm.core.cache import boundaries
+
+
+def test_state_below_the_boundary():
+    assert boundaries(64) == [63, 64]
+PY
 TZ_OFFSET=+0200
 commit "logprobz" logprobz@example.com "Retain both EAGLE-reachable positions
 
-Published without trailers." vllm/core/eagle.py 'REACHABLE = 2\n'
+Published without trailers." vllm/core/eagle.py <<'PY'
+REACHABLE = 2
+PY
 commit "logprobz" logprobz@example.com "Pass the lookup alignment into the masks
 
 Assisted-by: OpenAI Codex
-Signed-off-by: logprobz <logprobz@example.com>" vllm/core/masks.py 'ALIGN = 16\n'
+Signed-off-by: logprobz <logprobz@example.com>" vllm/core/masks.py <<'PY'
+ALIGN = 16
+PY
 
-step "the series manifest: policy, the recorded exception, what is expected"
+step "the series manifest: policy, exception, expectations, provenance, targets, test plan"
 series="$work/series"
 mkdir -p "$series/demo"
-cat > "$series/demo/series.toml" <<'EOF'
+cat > "$series/demo/series.toml" <<EOF
 schema = 1
 name = "demo"
 title = "Replay boundaries under EAGLE/MTP"
 
 [upstream]
 repo = "example/upstream"
+remote = "origin"
 
 [base]
 ref = "origin/main"
+
+[[target]]
+name = "upstream-main"
+ref = "origin/main"
+
+[[target]]
+name = "upstream-release"
+tags = "v*"
+
+[[provenance]]
+pr = "example/upstream#123"
+role = "upstream-equivalent"
+state = "merged"
+patches = [1, 2]
 
 [policy]
 required = ["Signed-off-by"]
@@ -82,13 +140,25 @@ author = "Toby Mao"
 patch = 4
 author = "logprobz"
 trailers = ["Assisted-by: OpenAI Codex", "Signed-off-by"]
+
+[test]
+python = "$python"
+pytest_args = ["-q", "-p", "no:cacheprovider"]
+suites = ["tests"]
+diff_check = true
+
+[[test.hook]]
+
+[[test.hook]]
+id = "compile-3.12"
+stage = "manual"
+fallback = "compile"
 EOF
 export CARRY_SERIES_DIR="$series"
 carry check demo | grep -F "patches not imported yet: 2 expected" >/dev/null || fail "check before import"
 
 step "carry import demo --repo fork --branch dev"
 carry import demo --repo "$work/fork" --branch dev
-ls "$series/demo/patches"
 [ "$(ls "$series/demo/patches" | wc -l)" -eq 4 ] || fail "expected 4 patch files"
 before=$(cd "$series" && find . -type f -exec sha1sum {} + | sort)
 carry import demo --repo "$work/fork" --branch dev | grep -F "unchanged at v1" >/dev/null \
@@ -99,13 +169,13 @@ carry import demo --repo "$work/fork" --branch dev | grep -F "unchanged at v1" >
 step "carry check demo --against-repo fork"
 carry check demo --against-repo "$work/fork"
 carry check demo --json > "$work/check.json"
-python - "$work/check.json" <<'EOF'
+"$python" - "$work/check.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["status"] == "ok", r["status"]
 kinds = [[f["kind"] for f in p["findings"]] for p in r["patches"]]
 assert kinds == [[], [], ["exception"], []], kinds
-EOF
+PY
 
 step "carry apply demo --onto v1.0 --branch carried (no worktree touched)"
 git -C "$work/upstream" fetch -q "$work/fork" dev:fork-dev
@@ -121,5 +191,55 @@ git log --format='%h %an <%ae> %ad%n    %s%n%w(0,4,4)%(trailers:only)' --date=is
 if carry apply demo --repo "$work/upstream" --onto v1.0 --branch carried 2>/dev/null; then
   fail "apply moved an existing branch without --force"
 fi
+
+step "upstream moves: v1.1 squash-merges patches 1-2 as #123 and renames a hook id"
+git checkout -q main && git branch -q -D carried fork-dev
+commit "A U Thor" author@example.com "Keep the state below each boundary (#123)" \
+  vllm/core/cache.py <<'PY'
+def boundaries(n):
+    """Every position an EAGLE lookup can reach."""
+    return [n - 1, n]
+PY
+commit "A U Thor" author@example.com "Test the state below the boundary (#123)" \
+  tests/test_below.py <<'PY'
+from vllm.core.cache import boundaries
+
+
+def test_state_below_the_boundary():
+    assert boundaries(64) == [63, 64]
+PY
+sed -i 's/compile-3.12/compile/' .pre-commit-config.yaml
+git commit -q -am "Rename the manual hook to compile"
+git tag v1.1
+git -C "$work/fork" fetch -q --tags origin
+
+step "the CI job: bash ci/validate-series.sh --repo fork --engine local"
+rc=0
+bash "$here/validate-series.sh" --repo "$work/fork" --engine local --out "$work/out" || rc=$?
+cat "$work/out/summary.md"
+[ "$rc" -eq 0 ] || fail "the CI job exited $rc"
+"$python" - "$work/out/summary.json" <<'PY'
+import json, sys
+job = json.load(open(sys.argv[1]))
+assert job["status"] == "passed", job["status"]
+rows = {r["target"]: r for r in job["rows"]}
+assert sorted(rows) == ["upstream-main", "upstream-release@v1.1"], sorted(rows)
+for row in rows.values():
+    # Both targets are the same commit here, so the second validation is already cached.
+    assert row["rebase"] == "applied" and row["validate"].endswith("passed"), row
+    assert row["applied"] == 2 and len(row["dropped"]) == 2, row
+    assert all("#123" in d for d in row["dropped"]), row["dropped"]
+    assert "tests passed" in row["summary"], row["summary"]
+assert rows["upstream-main"]["validate"] == "passed", rows["upstream-main"]
+PY
+
+step "the same job again: nothing moved, so every validation is cached"
+bash "$here/validate-series.sh" --repo "$work/fork" --engine local --out "$work/out" --json \
+  > "$work/again.json"
+"$python" - "$work/again.json" <<'PY'
+import json, sys
+job = json.load(open(sys.argv[1]))
+assert [r["validate"] for r in job["rows"]] == ["cached passed"] * 2, job["rows"]
+PY
 
 step "demo: OK"

@@ -191,8 +191,14 @@ def main() -> None:
 
 def run(root: Path, args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
-    repo = generate(root, args.files, args.patches, args.upstream)
-    series_root = import_series(root, repo)
+    repo, series_root = root / "repo", root / "series"
+    if not repo.exists():  # --keep DIR reuses what an earlier run built there
+        generate(root, args.files, args.patches, args.upstream)
+        import_series(root, repo)
+    for wt in root.glob("wt-*"):
+        git(repo, "worktree", "remove", "--force", str(wt))
+    for ref in git(repo, "for-each-ref", "--format=%(refname)", "refs/heads/bench/").split():
+        git(repo, "update-ref", "-d", ref)
     print(f"# repo: {args.files} files, {args.patches} patches, base moved by {args.upstream} "
           f"commits (generated in {time.perf_counter() - t0:.1f}s, git "
           f"{git(repo, 'version').split()[-1]}, {os.cpu_count()} cores)")

@@ -205,10 +205,37 @@ def _run_steps(repo: Repo, steps: list[PatchResult], head: str,
 def _replay(series: Series, repo: Repo, base: str, carried: Sequence[Carried],
             target: ResolvedTarget, committer: Ident
             ) -> tuple[TargetResult, int | None, list[str], str]:
-    """Drops, then the replay; also returns where a stop happened and the head so far."""
-    drops = upstream.find_drops(repo, carried, base, target.sha, series.manifest.provenance)
-    steps = _steps(carried, drops)
-    head, stop, paths = _run_steps(repo, steps, target.sha, committer)
+    """Drop detection and the replay at once; returns the result, where it stopped (if it
+    did), the conflicting paths and the head so far.
+
+    The replay starts speculatively, as if nothing were dropped, while detection runs on the
+    other core. Most rebases drop nothing and are done when both finish; otherwise the steps
+    before the first dropped patch are kept (the same inputs give the same commits) and the
+    rest is replayed again."""
+    detector = repo.fork()
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            future = pool.submit(upstream.find_drops, detector, carried, base, target.sha,
+                                 series.manifest.provenance)
+            steps = _steps(carried, {})
+            head, stop, paths = _run_steps(repo, steps, target.sha, committer)
+            drops = future.result()
+    finally:
+        detector.close()
+    first = next((i for i, c in enumerate(carried) if c.number in drops), None)
+    if first is not None and (stop is None or first <= stop):
+        redo = _steps(carried, drops)
+        head = target.sha
+        for i in range(first):
+            redo[i] = steps[i]
+            head = steps[i].commit or head
+        steps = redo
+        head, stop, paths = _run_steps(repo, steps, head, committer)
+    elif stop is not None:  # the stop came before any drop: mark the later drops
+        for step, c in zip(steps[stop + 1:], carried[stop + 1:], strict=True):
+            if c.number in drops:
+                step.status, step.reason = "dropped", drops[c.number].reason
+                step.upstream = drops[c.number].upstream
     status = "applied" if stop is None else "conflict"
     result = TargetResult(series.name, target.name, target.ref, target.sha, status,
                           head if stop is None else "", steps)

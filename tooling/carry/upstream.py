@@ -132,19 +132,19 @@ def find_drops(repo: Repo, carried: Sequence[Carried], base: str, target: str,
     """
     if not carried:
         return {}
-    mb = repo.merge_base(base, target)
+    # `target ^base` is merge-base..target less what base has: every merge base of the two
+    # is an ancestor of base, so no merge-base computation is needed.
+    upstream_revs = [target, f"^{base}"]
+    needles = _needles(carried, provenance)
+    jobs = max(1, min(os.cpu_count() or 1, 4))
+    with ThreadPoolExecutor(2) as pool:
+        marks = pool.submit(repo.cherry_marked, carried[-1].commit.sha, target, [base], jobs)
+        grep = pool.submit(repo.grep_log, upstream_revs, needles)
+        marked, hits = marks.result(), grep.result()
     drops: dict[int, Drop] = {}
-    if mb != target:
-        upstream_revs = [target, *([f"^{mb}"] if mb else []), f"^{base}"]
-        needles = _needles(carried, provenance)
-        jobs = max(1, min(os.cpu_count() or 1, 4))
-        with ThreadPoolExecutor(2) as pool:
-            marks = pool.submit(repo.cherry_marked, carried[-1].commit.sha, target, [base], jobs)
-            grep = pool.submit(repo.grep_log, upstream_revs, needles)
-            marked, hits = marks.result(), grep.result()
-        _by_patch_id(repo, carried, marked, drops)
-        _by_message(repo, carried, [repo.read_commit(sha) for sha in hits], provenance, drops)
-    _by_reachability(repo, carried, target, mb, provenance, drops)
+    _by_patch_id(repo, carried, marked, drops)
+    _by_message(repo, carried, [repo.read_commit(sha) for sha in hits], provenance, drops)
+    _by_reachability(repo, carried, base, target, provenance, drops)
     return drops
 
 
@@ -226,7 +226,7 @@ def _trailer_match(c: Carried, commit: RawCommit, change_ids: set[str], links: s
     return ""
 
 
-def _by_reachability(repo: Repo, carried: Sequence[Carried], target: str, mb: str | None,
+def _by_reachability(repo: Repo, carried: Sequence[Carried], base: str, target: str,
                      provenance: Sequence[Provenance], drops: dict[int, Drop]) -> None:
     """Recorded commits (`cherry picked from` trailers, `merged_as`) that the target holds."""
     for c in carried:
@@ -234,7 +234,7 @@ def _by_reachability(repo: Repo, carried: Sequence[Carried], target: str, mb: st
             continue
         for value in trailermod.cherry_picked_from(c.patch.message):
             sha = repo.try_rev_parse(value)
-            if sha and repo.is_ancestor(sha, target) and not (mb and repo.is_ancestor(sha, mb)):
+            if sha and repo.is_ancestor(sha, target) and not repo.is_ancestor(sha, base):
                 drops[c.number] = Drop(f"cherry-picked from {_describe(repo, sha)}, which the "
                                        "target contains", sha)
                 break

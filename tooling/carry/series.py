@@ -11,8 +11,6 @@ has it), so a reader never sees half of a version and a crash never loses the ol
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import re
 import shutil
@@ -528,14 +526,14 @@ def _swap_in(new: Path, root: Path) -> None:
         os.rename(new, root)
         new.mkdir()
         return
-    libc_name = ctypes.util.find_library("c")
-    if libc_name:
-        libc = ctypes.CDLL(libc_name, use_errno=True)
-        fn = getattr(libc, "renameat2", None)
-        if fn is not None:
-            rc = fn(_AT_FDCWD, os.fsencode(new), _AT_FDCWD, os.fsencode(root), _RENAME_EXCHANGE)
-            if rc == 0:
-                return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)  # the running process already has libc loaded
+    fn = getattr(libc, "renameat2", None)
+    if fn is not None:
+        rc = fn(_AT_FDCWD, os.fsencode(new), _AT_FDCWD, os.fsencode(root), _RENAME_EXCHANGE)
+        if rc == 0:
+            return
     # Fallback: two renames; a crash between them leaves the old copy beside the new one.
     old = new.with_name(new.name + ".old")
     os.rename(root, old)

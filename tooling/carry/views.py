@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from carry import render
-from carry.apply import ApplyResult
-from carry.check import CheckReport
-from carry.importer import ImportResult
-from carry.series import Series
-from carry.validate.results import Report
+
+if TYPE_CHECKING:  # results are only annotated here; importing them would slow every command
+    from carry.apply import ApplyResult
+    from carry.check import CheckReport
+    from carry.importer import ImportResult
+    from carry.series import Series
+    from carry.validate.results import Report
 
 
 def _short(sha: str) -> str:

@@ -221,3 +221,11 @@ def test_bad_series_name(upstream: CommitBuilder, series_root: Path) -> None:
     with pytest.raises(CarryError, match="bad series name"):
         importer.run(series_root, "Bad Name", str(upstream.path), rng="base..feature")
 
+
+
+def test_import_from_a_url_that_is_no_repository(series_root: Path, tmp_path: Path) -> None:
+    r = run_carry("import", "demo", "--repo", f"file://{tmp_path}/nothing", "--range",
+                  "a..b", "--series-dir", str(series_root))
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1
+    assert "cannot clone" in r.err and "does not appear to be a git repository" in r.err
+    assert not (series_root / "demo").exists()

@@ -129,6 +129,7 @@ class Repo:
     _catfile: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _odb: tuple[Path, bool] | None = field(default=None, repr=False)
+    _trees: dict[str, dict[bytes, tuple[bytes, str]]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(cls, path: str | Path) -> Repo:
@@ -153,14 +154,19 @@ class Repo:
 
     @classmethod
     def clone(cls, url: str, dest: Path) -> Repo:
-        """Clone a URL (bare, all refs), used when import is given a remote repository."""
+        """Clone a URL (bare, all refs), used when import is given a remote repository.
+
+        Blobs are fetched on demand: format-patch reads only the series' own files, so a
+        vLLM-sized history costs commits and trees, not every file ever written.
+        """
         import git as gitpython
 
         try:
-            gitpython.Repo.clone_from(url, str(dest), bare=True)
+            gitpython.Repo.clone_from(url, str(dest), bare=True, filter="blob:none")
         except gitpython.GitCommandError as exc:
-            last = (exc.stderr or "").strip().splitlines()
-            raise CarryError(f"cannot clone {url}: {last[-1] if last else exc}") from None
+            said = [ln.strip(" '") for ln in str(exc.stderr or "").splitlines()]
+            why = next((ln[ln.index("fatal:"):] for ln in said if "fatal:" in ln), "git failed")
+            raise CarryError(f"cannot clone {url}: {why}") from None
         return cls(dest.resolve())
 
     # -- running ---------------------------------------------------------------------------
@@ -610,6 +616,97 @@ class Repo:
             if proc.returncode != 0:
                 raise GitError(_complaint(cmd, err))
         return [out for out, _ in results]
+
+    def tree_items(self, tree: str) -> dict[bytes, tuple[bytes, str]]:
+        """A tree's entries, name -> (mode, sha), parsed from cat-file (trees never change)."""
+        items = self._trees.get(tree)
+        if items is None:
+            sha, kind, body = self.read_object(tree)
+            if kind != "tree":
+                raise CarryError(f"{tree[:12]} is a {kind}, not a tree")
+            items, i = {}, 0
+            while i < len(body):
+                sp = body.index(b" ", i)
+                nul = body.index(b"\0", sp)
+                items[body[sp + 1:nul]] = (body[i:sp], body[nul + 1:nul + 21].hex())
+                i = nul + 21
+            if len(self._trees) > 4096:
+                self._trees.clear()
+            self._trees[tree] = items
+        return items
+
+    def tree_lookup(self, tree: str, path: bytes) -> tuple[bytes, str] | None:
+        *dirs, name = path.split(b"/")
+        for d in dirs:
+            entry = self.tree_items(tree).get(d)
+            if entry is None or entry[0] != b"40000":
+                return None
+            tree = entry[1]
+        return self.tree_items(tree).get(name)
+
+    def edit_tree(self, tree: str | None,
+                  changes: Mapping[bytes, tuple[bytes, str] | None]) -> str | None:
+        """`tree` with each path set to (mode, sha) or removed (None), the new trees written
+        in-process; None for a tree left empty. A change that would turn a file into a
+        directory raises, so that callers fall back to git's own index handling."""
+        items = dict(self.tree_items(tree)) if tree else {}
+        nested: dict[bytes, dict[bytes, tuple[bytes, str] | None]] = {}
+        for path, value in changes.items():
+            first, sep, rest = path.partition(b"/")
+            if sep:
+                nested.setdefault(first, {})[rest] = value
+            elif value is None:
+                items.pop(first, None)
+            else:
+                items[first] = value
+        for name, sub in nested.items():
+            entry = items.get(name)
+            if entry is not None and entry[0] != b"40000":
+                raise CarryError(f"{name.decode('utf-8', 'replace')} is a file, not a directory")
+            new = self.edit_tree(entry[1] if entry else None, sub)
+            if new is None:
+                items.pop(name, None)
+            else:
+                items[name] = (b"40000", new)
+        if not items:
+            return None
+        order = sorted(items, key=lambda n: n + b"/" if items[n][0] == b"40000" else n)
+        body = b"".join(items[n][0] + b" " + n + b"\0" + bytes.fromhex(items[n][1])
+                        for n in order)
+        sha = self.write_object("tree", body)
+        self._trees[sha] = items
+        return sha
+
+    def apply_sparse(self, diff: bytes) -> tuple[dict[bytes, tuple[bytes, str]],
+                                                  dict[bytes, tuple[bytes, str]]]:
+        """(before, after) for one patch: the entries it reads, as its own `index` lines name
+        them (`git apply --build-fake-ancestor`), and the entries `git apply --cached` leaves
+        in that small index. No index of the whole tree is read or written, which is what
+        makes committing a patch cheap in a repository of 100k files."""
+        fd, name = tempfile.mkstemp(prefix="carry-sparse-")
+        os.close(fd)
+        os.unlink(name)
+        env = {"GIT_INDEX_FILE": name}
+        try:
+            self.run("apply", f"--build-fake-ancestor={name}", "--numstat", "-", input=diff)
+            before = self._index_entries(env) if os.path.exists(name) else {}
+            self.run("apply", "--cached", "--whitespace=nowarn", "--allow-empty", "-",
+                     input=diff, env=env)
+            return before, self._index_entries(env)
+        finally:
+            for suffix in ("", ".lock"):
+                with suppress(FileNotFoundError):
+                    os.unlink(name + suffix)
+
+    def _index_entries(self, env: Mapping[str, str]) -> dict[bytes, tuple[bytes, str]]:
+        out = self.run("ls-files", "--stage", "-z", env=env).stdout
+        entries = {}
+        for rec in out.split(b"\0"):
+            if rec:
+                meta, _, path = rec.partition(b"\t")
+                mode, sha, _stage = meta.split(b" ")
+                entries[path] = (mode, sha.decode())
+        return entries
 
     def grep_log(self, revs: Sequence[str], needles: Sequence[str]) -> list[str]:
         """Commits of `revs`, merges too, whose message holds any needle as a fixed string;

@@ -57,10 +57,13 @@ def resolve_range(
     else:
         local = f"refs/carry/pull/{pr}"
         if not repo.ref_exists(f"refs/pull/{pr}/head"):
-            remote = next(iter(repo.remotes()), None)
+            remotes = repo.remotes()
+            # The PR lives where the base branch lives: `fork/dev/...` means remote `fork`.
+            remote = next((r for r in remotes if base_ref.startswith(f"{r}/")),
+                          "origin" if "origin" in remotes else next(iter(remotes), None))
             if remote is None:
                 raise CarryError(f"no refs/pull/{pr}/head in {repo.path} and no remote to fetch")
-            repo.run("fetch", "--quiet", remote, f"+refs/pull/{pr}/head:{local}")
+            repo.fetch_refspec(remote, f"+refs/pull/{pr}/head:{local}")
         else:
             repo.update_ref(local, repo.rev_parse(f"refs/pull/{pr}/head"))
         head, desc = repo.rev_parse(local), f"pull request #{pr}"

@@ -135,14 +135,44 @@ def chain(repo: Repo, files: Sequence[tuple[int, str, bytes]], base: str) -> lis
                                    commit.author, commit.message, b"")
             out.append(Carried(number, name, patch, commit))
         return out
-    from carry.apply import materialize
-
     plist = [patchmod.parse(number, name, data) for number, name, data in files]
     stamp = repo.read_commit(base).committer.date
-    shas = materialize(repo, plist, base, committer=Ident("carry", "carry@cache", stamp))
+    shas = materialize(repo, plist, base, Ident("carry", "carry@cache", stamp))
     repo.update_ref(ref, shas[-1], message="carry cache")
     return [Carried(p.number, p.file, p, repo.read_commit(s))
             for p, s in zip(plist, shas, strict=True)]
+
+
+def materialize(repo: Repo, plist: Sequence[patchmod.Patch], base: str,
+                committer: Ident) -> list[str]:
+    """Commit the patches onto `base`: through small per-patch indexes when every patch's
+    preimage is exactly what the tree holds, else through `apply.materialize`'s full index
+    (same commits, slower in a wide tree, and the one that words the errors)."""
+    try:
+        return _materialize_sparse(repo, plist, base, committer)
+    except CarryError:
+        from carry import apply
+
+        return apply.materialize(repo, list(plist), base, committer=committer)
+
+
+def _materialize_sparse(repo: Repo, plist: Sequence[patchmod.Patch], base: str,
+                        committer: Ident) -> list[str]:
+    parent, tree = base, repo.read_commit(base).tree
+    out = []
+    for patch in plist:
+        before, after = repo.apply_sparse(patch.diff)
+        if any(repo.tree_lookup(tree, p) != e for p, e in before.items()) or any(
+                repo.tree_lookup(tree, p) is not None for p in after.keys() - before.keys()):
+            raise CarryError(f"{patch.file}: its preimage is not the tree's")
+        changes: dict[bytes, tuple[bytes, str] | None] = {
+            p: None for p in before if p not in after}
+        changes.update({p: e for p, e in after.items() if before.get(p) != e})
+        tree = (repo.edit_tree(tree, changes) or repo.write_object("tree", b"")) if changes \
+            else tree
+        parent = repo.write_commit(tree, [parent], patch.message, patch.author, committer)
+        out.append(parent)
+    return out
 
 
 def _cached(repo: Repo, ref: str, base: str, n: int) -> list[str] | None:

@@ -132,7 +132,7 @@ def chain(repo: Repo, files: Sequence[tuple[int, str, bytes]], base: str) -> lis
             commit = repo.read_commit(sha)
             m = _ORIGIN.match(data)
             patch = patchmod.Patch(number, name, m.group(1).decode() if m else "",
-                                   commit.author, commit.message, b"")
+                                   commit.author, commit.message, b"", (), commit.encoding)
             out.append(Carried(number, name, patch, commit))
         return out
     plist = [patchmod.parse(number, name, data) for number, name, data in files]
@@ -170,7 +170,8 @@ def _materialize_sparse(repo: Repo, plist: Sequence[patchmod.Patch], base: str,
         changes.update({p: e for p, e in after.items() if before.get(p) != e})
         tree = (repo.edit_tree(tree, changes) or repo.write_object("tree", b"")) if changes \
             else tree
-        parent = repo.write_commit(tree, [parent], patch.message, patch.author, committer)
+        parent = repo.write_commit(tree, [parent], patch.message, patch.author, committer,
+                                   patch.encoding)
         out.append(parent)
     return out
 

@@ -153,10 +153,9 @@ def against_repo(patch: patchmod.Patch, repo: Repo, patch_ids: dict[str, str],
 
 def _patch_ids(repo: Repo, plist: list[patchmod.Patch], commits: list[str]) -> dict[str, str]:
     """Both sides' patch-ids in two processes, whatever the number of patches."""
-    ids: dict[str, str] = {}
-    stream = b"".join(b"commit %040d\n" % i + p.diff for i, p in enumerate(plist))
-    for pid, tag in repo.patch_ids(stream):
-        ids[f"patch:{plist[int(tag)].file}"] = pid
+    ids = {f"patch:{p.file}": pid
+           for p, pid in zip(plist, repo.diff_patch_ids([p.diff for p in plist]), strict=True)
+           if pid}
     if commits:
         # The diff options of the import, so that only real changes give other ids.
         shown = repo.log_patches(commits[0], "--no-walk", "--find-renames", "--no-ext-diff",

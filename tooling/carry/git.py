@@ -327,6 +327,14 @@ class Repo:
         )
         return split_mbox(proc.stdout)
 
+    def diff_patch_ids(self, diffs: Sequence[bytes]) -> list[str | None]:
+        """The patch-id of each diff (None for one with no change), in one process."""
+        stream = b"".join(b"commit %040d\n" % i + d for i, d in enumerate(diffs))
+        ids: list[str | None] = [None] * len(diffs)
+        for pid, tag in self.patch_ids(stream):
+            ids[int(tag)] = pid
+        return ids
+
     def patch_ids(self, diff_stream: bytes) -> list[tuple[str, str]]:
         """(patch-id, commit) pairs for a `git log -p` or format-patch stream."""
         out = self.run("patch-id", "--stable", input=diff_stream).stdout.decode()

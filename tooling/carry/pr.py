@@ -50,13 +50,12 @@ def series_patch_ids(repo: Repo, series_list: list[Series]) -> dict[str, str]:
     """patch-id -> `name/file`, in one `git patch-id` process."""
     named = [(s.name, patchmod.load(p.path, p.number)) for s in series_list
              for p in s.patches()]
-    stream = b"".join(b"commit %040d\n" % i + p.diff for i, (_, p) in enumerate(named))
-    return {pid: f"{named[int(tag)][0]}/{named[int(tag)][1].file}"
-            for pid, tag in repo.patch_ids(stream)}
+    ids = repo.diff_patch_ids([p.diff for _, p in named])
+    return {pid: f"{name}/{p.file}" for (name, p), pid in zip(named, ids, strict=True) if pid}
 
 
 def commit_patch_ids(repo: Repo, rev_range: str) -> set[str]:
-    return {pid for pid, _ in repo.patch_ids(repo.log_patches(rev_range))}
+    return {pid for pid, _ in repo.log_patch_ids([rev_range])}
 
 
 def missing_patches(repo: Repo, series_list: list[Series], base: str, head: str) -> list[str]:

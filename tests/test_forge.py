@@ -177,3 +177,27 @@ def test_forge_errors_are_one_line_and_never_print_the_token(
               "rate": "rate limit exceeded"}[case]
     assert expect in lines[0]
     assert TOKEN not in r.err + r.out
+
+
+def test_pr_body_quotes_the_last_validation_of_the_same_tree(tmp_path: Path,
+                                                             series_root: Path) -> None:
+    import sys
+
+    from tests.validate import synthetic
+
+    up = synthetic.upstream_project(tmp_path / "calc")
+    synthetic.import_series(series_root, up.path, "good", "fix", sys.executable)
+    env = {"CARRY_SERIES_DIR": str(series_root)}
+    assert run_carry("apply", "good", "--repo", str(up.path), "--onto", "v1", "--branch",
+                     "carry/good", env=env).code == 0
+    pr_args = ["pr", "good", "--repo", str(up.path), "--branch", "carry/good", "--forge-repo",
+               FORK, "--base", "main", "--dry-run", "--json"]
+    before = json.loads(run_carry(*pr_args, env=env).out)["body"]
+    assert "No validation report was given." in before
+    v = run_carry("validate", "good", "--repo", str(up.path), "--commit", "carry/good",
+                  "--engine", "local", env=env)
+    assert v.code == 0, v.out + v.err
+    body = json.loads(run_carry(*pr_args, env=env).out)["body"]
+    assert "9 tests passed and 1 skipped across the three suites" in body
+    assert "-m pytest -q -p no:cacheprovider tests/test_core.py tests/unit" in body
+    assert "- [x] Test commands and current results are included." in body

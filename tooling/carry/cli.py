@@ -223,7 +223,7 @@ def pr(
     base: Annotated[str, typer.Option(help="The branch the PR targets.")],
     remote: Annotated[str, typer.Option(help="The git remote to push to.")] = "origin",
     validation: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        help="A `carry validate --json` report for the Test Plan and Result.")] = None,
+        help="A `carry validate --json` report (default: the last validation of this tree).")] = None,  # noqa: E501
     title: Annotated[Optional[str], typer.Option(help="PR title.")] = None,  # noqa: UP045
     draft: Annotated[bool, typer.Option("--draft/--ready", help="Open as a draft.")] = True,
     force: Annotated[bool, typer.Option(help="Open even if patches are missing.")] = False,

@@ -46,6 +46,19 @@ def load_report(path: str | None) -> dict[str, Any] | None:
     return data
 
 
+def last_report(repo: Repo, name: str, commit: str) -> dict[str, Any] | None:
+    """The newest `carry validate` report of the series, if it validated this very tree: a PR
+    must never quote results of other code."""
+    from carry.validate.run import last_report_path
+
+    path = last_report_path(repo, name)
+    if not path.exists():
+        return None
+    data = load_report(str(path))
+    tree = repo.rev_parse(commit, "tree")
+    return data if data and data.get("head_tree") == tree else None
+
+
 def series_patch_ids(repo: Repo, series_list: list[Series]) -> dict[str, str]:
     """patch-id -> `name/file`, in one `git patch-id` process."""
     named = [(s.name, patchmod.load(p.path, p.number)) for s in series_list
@@ -81,7 +94,9 @@ def run(series_list: list[Series], repo: Repo, branch: str, remote: str, base: s
     if missing and not force:
         raise CarryError(f"branch {branch} does not carry {len(missing)} series patch(es), "
                          f"first {missing[0]}", hint="rebase with --refresh, or pass --force")
-    body = prbody.render(series_list, load_report(report_path), title)
+    report = (load_report(report_path) if report_path
+              else last_report(repo, series_list[0].name, commit))
+    body = prbody.render(series_list, report, title)
     result = PrResult([s.name for s in series_list], forge_repo, branch, base, commit,
                       body.title, body.text, dry_run, "would-open", missing=missing)
     if dry_run:

@@ -197,9 +197,40 @@ def test_drop_detection_runs_a_fixed_number_of_git_processes(
         monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{path}")
         repo = Repo.open(upstream.path)
         drops = upstreammod.find_drops(repo, carried, base, repo.rev_parse("main"),
-                                    s.manifest.provenance)
+                                       s.manifest.provenance, remember=False)
         repo.close()
         monkeypatch.setenv("PATH", path)
         assert drops == {}
         counts.append(len(log.read_text().splitlines()))
     assert counts[0] == counts[1] and counts[0] <= 8, counts
+
+
+def test_remembered_search_only_adds_new_upstream_commits(upstream: CommitBuilder,
+                                                          make_series: MakeSeries) -> None:
+    cid = "I1111111111111111111111111111111111111111"
+    _series(upstream, ["One", f"Two\n\nChange-Id: {cid}\n"],
+            [{"src/util.py": util(h3=33)}, {"src/core.py": "def f():\n    return 4\n"}])
+    upstream.commit("Unrelated", {"README": "x\n"})
+    s = make_series(upstream, "feature")
+    repo = Repo.open(upstream.path)
+    base, carried = rebase.load_chain(s, repo)
+
+    def both() -> tuple[dict[int, str], dict[int, str]]:
+        target = repo.rev_parse("main")
+        fresh = upstreammod.find_drops(repo, carried, base, target, remember=False)
+        kept = upstreammod.find_drops(repo, carried, base, target)
+        return ({n: d.reason for n, d in kept.items()}, {n: d.reason for n, d in fresh.items()})
+
+    kept, fresh = both()
+    assert kept == fresh == {}
+    first = upstream.rev("main")
+    upstream.commit("Take one", {"src/util.py": util(h3=33)})  # main moves on: incremental
+    kept, fresh = both()
+    assert kept == fresh and list(kept) == [1] and kept[1].startswith("patch-id equal")
+    upstream.commit(f"Two upstream\n\nChange-Id: {cid}\n", {"src/core.py": "x = 1\n"})
+    kept, fresh = both()
+    assert kept == fresh and sorted(kept) == [1, 2]
+    git(upstream.path, "reset", "-q", "--hard", first)  # main rewound: searched afresh
+    kept, fresh = both()
+    assert kept == fresh == {}
+    assert list((upstream.path / ".git" / "carry" / "search").glob("*.json"))

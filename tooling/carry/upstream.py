@@ -13,11 +13,16 @@ every tree entry against every pathspec costs more than git's plain tree diff.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import os
 import re
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from carry import trailers as trailermod
 from carry.errors import CarryError
@@ -124,7 +129,7 @@ def fetch(series: Series, repo: Repo) -> list[str]:
 
 
 def find_drops(repo: Repo, carried: Sequence[Carried], base: str, target: str,
-               provenance: Sequence[Provenance] = ()) -> dict[int, Drop]:
+               provenance: Sequence[Provenance] = (), remember: bool = True) -> dict[int, Drop]:
     """The patches the target already has, each with its reason, decided before any replay.
 
     The patch-id search (git's own, over the whole range) and the message search run at the
@@ -132,20 +137,53 @@ def find_drops(repo: Repo, carried: Sequence[Carried], base: str, target: str,
     """
     if not carried:
         return {}
-    # `target ^base` is merge-base..target less what base has: every merge base of the two
-    # is an ancestor of base, so no merge-base computation is needed.
-    upstream_revs = [target, f"^{base}"]
     needles = _needles(carried, provenance)
-    jobs = max(1, min(os.cpu_count() or 1, 4))
-    with ThreadPoolExecutor(2) as pool:
-        marks = pool.submit(repo.cherry_marked, carried[-1].commit.sha, target, [base], jobs)
-        grep = pool.submit(repo.grep_log, upstream_revs, needles)
-        marked, hits = marks.result(), grep.result()
+    marked, hits = _search(repo, carried[-1].commit.sha, base, target, needles, remember)
     drops: dict[int, Drop] = {}
     _by_patch_id(repo, carried, marked, drops)
     _by_message(repo, carried, [repo.read_commit(sha) for sha in hits], provenance, drops)
     _by_reachability(repo, carried, base, target, provenance, drops)
     return drops
+
+
+def _search(repo: Repo, head: str, base: str, target: str, needles: list[str],
+            remember: bool) -> tuple[set[str], list[str]]:
+    """The patch-id marks and the message hits over `target ^base` (merge-base..target less
+    what base has: every merge base of the two is an ancestor of base), both searches at once.
+
+    The outcome is remembered per chain and needles under `.git/carry/search/`: when the
+    target has only moved on from one searched before, only the new commits are searched, so
+    the daily rebase onto a moving main costs what the new upstream commits cost."""
+    key = hashlib.sha256("\0".join([head, base, *needles]).encode()).hexdigest()[:32]
+    path = repo.carry_dir() / "search" / f"{key}.json"
+    known: list[dict[str, Any]] = []
+    if remember and path.exists():
+        with contextlib.suppress(OSError, ValueError):
+            known = json.loads(path.read_text(encoding="utf-8"))
+    since: dict[str, Any] | None = None
+    for entry in reversed(known[-3:]):
+        if entry["target"] == target:
+            return set(entry["marked"]), list(entry["hits"])
+        if repo.is_ancestor(entry["target"], target):
+            since = entry
+            break
+    stop = [base, since["target"]] if since else [base]
+    jobs = max(1, min(os.cpu_count() or 1, 4))
+    with ThreadPoolExecutor(2) as pool:
+        marks = pool.submit(repo.cherry_marked, head, target, stop, jobs)
+        grep = pool.submit(repo.grep_log, [target, *(f"^{x}" for x in stop)], needles)
+        marked, hits = marks.result(), grep.result()
+    if since:
+        marked |= set(since["marked"])
+        hits += [h for h in since["hits"] if h not in hits]
+    if remember:
+        known = [e for e in known if e["target"] != target][-7:]
+        known.append({"target": target, "marked": sorted(marked), "hits": hits})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+        tmp.write_text(json.dumps(known), encoding="utf-8")
+        os.replace(tmp, path)
+    return marked, hits
 
 
 def _by_patch_id(repo: Repo, carried: Sequence[Carried], marked: set[str],

@@ -27,9 +27,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+TOOLING = str(Path(__file__).resolve().parents[1] / "tooling")
+sys.path.insert(0, TOOLING)  # bench this checkout, whatever carry is installed
 AUTHOR = "A U Thor <author@example.com>"
 LINES = 12  # per file; patches edit line 2, upstream edits line 9: clean but real merges
-ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_COMMITTER_NAME": "Bench",
+ENV = {"PYTHONPATH": TOOLING, "GIT_CONFIG_NOSYSTEM": "1", "GIT_COMMITTER_NAME": "Bench",
        "GIT_COMMITTER_EMAIL": "bench@example.com", "GIT_AUTHOR_NAME": "A U Thor",
        "GIT_AUTHOR_EMAIL": "author@example.com"}
 

@@ -166,3 +166,91 @@ def test_every_patch_accounted_for_and_identities_survive(patches: list[PatchSpe
                 text = repo.run("show", f"{res.head}:f{spec.edit.file}.txt").stdout.decode()
                 assert text.splitlines()[spec.edit.line] == f"patch {i}"
         repo.close()
+
+
+# -- one merge for a run of patches gives what one merge per patch gives ----------------------
+
+ops = st.tuples(st.sampled_from(["edit", "edit", "add", "delete", "rename"]),
+                st.integers(0, 5), st.integers(0, LINES - 1))
+
+
+def _apply_op(files: dict[str, list[str]], op: tuple[str, int, int], tag: str) -> None:
+    kind, n, line = op
+    names = sorted(files)
+    if kind == "add" or not names:
+        files[f"d{n % 2}/new-{tag}.txt"] = [f"{tag} {i}" for i in range(LINES)]
+        return
+    name = names[n % len(names)]
+    if kind == "edit":
+        files[name][line] = f"{tag} edit"
+    elif kind == "delete":
+        del files[name]
+    else:
+        files[f"d{(n + 1) % 2}/moved-{tag}.txt"] = files.pop(name)
+
+
+def _history(root: Path, series_ops: list[tuple[str, int, int]],
+             upstream_ops: list[tuple[str, int, int]]) -> Path:
+    """Whole trees per commit (fast-import `deleteall`), so renames and deletions are easy."""
+    repo = root / "repo"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    out: list[bytes] = []
+    n = [0]
+
+    def commit(ref: str, files: dict[str, list[str]], parent: str | None, msg: str) -> str:
+        n[0] += 1
+        out.append(f"commit {ref}\nmark :{n[0]}\nauthor A U Thor <author@example.com> "
+                   f"{1_700_000_000 + n[0]} +0100\ncommitter C <c@example.com> "
+                   f"{1_700_000_000 + n[0]} +0000\n".encode())
+        out.append(b"data %d\n%s\n" % (len(msg), msg.encode()))
+        if parent:
+            out.append(f"from {parent}\n".encode())
+        out.append(b"deleteall\n")
+        for name, lines in sorted(files.items()):
+            data = "".join(x + "\n" for x in lines).encode()
+            out.append(f"M 100644 inline {name}\n".encode() + b"data %d\n" % len(data) + data
+                       + b"\n")
+        out.append(b"\n")
+        return f":{n[0]}"
+
+    start = {f"d{i % 2}/f{i}.txt": [f"file {i} line {k}" for k in range(LINES)]
+             for i in range(4)}
+    base = commit("refs/heads/main", start, None, "base")
+    out.append(f"reset refs/tags/base\nfrom {base}\n\n".encode())
+    for ref, oplist, tag in (("refs/heads/feature", series_ops, "p"),
+                             ("refs/heads/main", upstream_ops, "u")):
+        files = {k: list(v) for k, v in start.items()}
+        parent: str | None = base
+        for i, op in enumerate(oplist):
+            _apply_op(files, op, f"{tag}{i}")
+            commit(ref, files, parent, f"{tag}{i}")
+            parent = None
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input=b"".join(out), check=True)
+    return repo
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.lists(ops, min_size=2, max_size=5), st.lists(ops, max_size=4))
+def test_batched_merge_equals_one_merge_per_patch(series_ops: list[tuple[str, int, int]],
+                                                  upstream_ops: list[tuple[str, int, int]]
+                                                  ) -> None:
+    from carry.git import Ident
+
+    with tempfile.TemporaryDirectory(prefix="carry-batch-") as tmp:
+        repo_path = _history(Path(tmp), series_ops, upstream_ops)
+        repo = Repo.open(repo_path)
+        shas = repo.rev_list("--reverse", "base..feature")
+        if len(shas) < 2:
+            return
+        who = Ident("C O Mitter", "committer@example.com", "1790000000 +0000")
+        outcomes = []
+        for batch in (True, False):
+            steps = [rebase.PatchResult(i, f"{i:04d}.patch", "", "", source=s)
+                     for i, s in enumerate(shas, 1)]
+            head, stop, paths = rebase._run_steps(repo, steps, repo.rev_parse("main"), who,
+                                                  batch=batch)
+            outcomes.append((head if stop is None else "", stop, paths,
+                             [(p.status, p.commit) for p in steps]))
+        assert outcomes[0] == outcomes[1]
+        repo.close()

@@ -643,6 +643,30 @@ class Repo:
             self._trees[tree] = items
         return items
 
+    def tree_changes(self, a: str, b: str, prefix: bytes = b""
+                     ) -> dict[bytes, tuple[tuple[bytes, str] | None, tuple[bytes, str] | None]]:
+        """The entries below directories that differ between trees `a` and `b` ("" for
+        none), found in-process: subtrees with equal ids are never read. A path that is a
+        file on one side and a directory on the other raises."""
+        if a == b:
+            return {}
+        ia = self.tree_items(a) if a else {}
+        ib = self.tree_items(b) if b else {}
+        out: dict[bytes, tuple[tuple[bytes, str] | None, tuple[bytes, str] | None]] = {}
+        for name in ia.keys() | ib.keys():
+            ea, eb = ia.get(name), ib.get(name)
+            if ea == eb:
+                continue
+            ta, tb = bool(ea and ea[0] == b"40000"), bool(eb and eb[0] == b"40000")
+            if ea and eb and ta != tb:
+                raise CarryError(f"{(prefix + name).decode('utf-8', 'replace')} changes type")
+            if ta or tb:
+                out.update(self.tree_changes(ea[1] if ea and ta else "",
+                                             eb[1] if eb and tb else "", prefix + name + b"/"))
+            else:
+                out[prefix + name] = (ea, eb)
+        return out
+
     def tree_lookup(self, tree: str, path: bytes) -> tuple[bytes, str] | None:
         *dirs, name = path.split(b"/")
         for d in dirs:

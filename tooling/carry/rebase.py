@@ -31,7 +31,7 @@ from typing import Any
 from carry import patches as patchmod
 from carry import upstream
 from carry.errors import CarryError
-from carry.git import GitError, Ident, Repo
+from carry.git import GitError, Ident, RawCommit, Repo
 from carry.series import Series
 from carry.upstream import Carried, Drop, ResolvedTarget
 
@@ -207,16 +207,21 @@ def _steps(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchResu
     return out
 
 
-def _run_steps(repo: Repo, steps: list[PatchResult], head: str,
-               committer: Ident) -> tuple[str, int | None, list[str]]:
+def _run_steps(repo: Repo, steps: list[PatchResult], head: str, committer: Ident,
+               batch: bool = True) -> tuple[str, int | None, list[str]]:
     """Replay every pending step onto `head`; returns the new head, and the index and paths
     of the step that conflicted, if one did."""
     head_tree = repo.read_commit(head).tree
+    planned: dict[int, str] = {}
     for i, step in enumerate(steps):
         if step.status != "pending":
             continue
         c = repo.read_commit(step.source)
-        if repo.read_commit(c.parents[0]).tree == head_tree:
+        if i not in planned and batch:
+            planned.update(_batch(repo, steps, i, head_tree))
+        if i in planned:
+            tree = planned[i]
+        elif repo.read_commit(c.parents[0]).tree == head_tree:
             tree = c.tree  # nothing moved under this patch: its own tree is the result
         else:
             merged = repo.replay_tree(c, head_tree)
@@ -231,6 +236,59 @@ def _run_steps(repo: Repo, steps: list[PatchResult], head: str,
         head_tree = tree
         step.status, step.commit = "applied", head
     return head, None, []
+
+
+def _batch(repo: Repo, steps: list[PatchResult], start: int, head_tree: str) -> dict[int, str]:
+    """The result trees of a run of patches from one three-way merge instead of one each.
+
+    When the patches of a run touch pairwise different paths, each path's merge has the same
+    three inputs whether the run is merged patch by patch or at once (its base, upstream's
+    version, the patch's version), so one `merge-tree` of the whole run gives every path's
+    result, and each patch's tree is upstream's tree with the results of its own and the
+    earlier patches' paths put in. Anything that could make the two ways differ gives up:
+    overlapping or nested paths, a deletion and an addition in different patches (a rename
+    git could pair across patches), a conflict, or a merge result outside the run's paths
+    (upstream renames). Then the patches are merged one by one."""
+    run: list[tuple[int, RawCommit]] = []
+    for j in range(start, len(steps)):
+        c = repo.read_commit(steps[j].source)
+        if steps[j].status != "pending" or (run and c.parents[:1] != (run[-1][1].sha,)):
+            break
+        run.append((j, c))
+    if len(run) < 2:
+        return {}
+    first = run[0][1]
+    try:
+        changes: list[dict[bytes, Any]] = []
+        seen: set[bytes] = set()
+        deleting: set[int] = set()
+        adding: set[int] = set()
+        prev = repo.read_commit(first.parents[0]).tree
+        for k, (_, c) in enumerate(run):
+            ch = repo.tree_changes(prev, c.tree)
+            if seen & ch.keys():
+                return {}
+            seen |= ch.keys()
+            deleting |= {k for _, new in ch.values() if new is None}
+            adding |= {k for old, _ in ch.values() if old is None}
+            changes.append(ch)
+            prev = c.tree
+        if len(deleting | adding) > 1 and deleting and adding or any(
+                p[:i] in seen for p in seen for i in range(len(p)) if p[i:i + 1] == b"/"):
+            return {}
+        graft = repo.write_commit(head_tree, first.parents[:1], b"carry graft\n", first.author,
+                                  first.author)
+        merged = repo.merge_tree(graft, run[-1][1].sha)
+        if not merged.clean or repo.tree_changes(head_tree, merged.tree).keys() - seen:
+            return {}
+        out, tree = {}, head_tree
+        for (j, _), ch in zip(run, changes, strict=True):
+            edits = {p: repo.tree_lookup(merged.tree, p) for p in ch}
+            tree = repo.edit_tree(tree, edits) or repo.write_object("tree", b"")
+            out[j] = tree
+        return out if tree == merged.tree else {}
+    except CarryError:
+        return {}
 
 
 def _replay(series: Series, repo: Repo, base: str, carried: Sequence[Carried],

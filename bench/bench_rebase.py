@@ -202,7 +202,7 @@ def run(root: Path, args: argparse.Namespace) -> None:
     for ref in git(repo, "for-each-ref", "--format=%(refname)", "refs/heads/bench/").split():
         git(repo, "update-ref", "-d", ref)
     print(f"# repo: {args.files} files, {args.patches} patches, base moved by {args.upstream} "
-          f"commits (generated in {time.perf_counter() - t0:.1f}s, git "
+          f"commits (ready in {time.perf_counter() - t0:.1f}s, git "
           f"{git(repo, 'version').split()[-1]}, {os.cpu_count()} cores)")
     n = [0]
 

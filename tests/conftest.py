@@ -17,6 +17,16 @@ TOBY = ("Toby Mao", "toby@example.com")
 LOGPROBZ = ("logprobz", "logprobz@example.com")
 
 _CLOCK = [1_790_000_000]
+UTIL = "".join(f"def h{i}():\n    return {i}\n\n" for i in range(20))
+
+
+def util(**changes: int) -> str:
+    """The upstream fixture's src/util.py, with `h<i>=value` edits."""
+    text = UTIL
+    for name, value in changes.items():
+        i = name[1:]
+        text = text.replace(f"def h{i}():\n    return {i}\n", f"def h{i}():\n    return {value}\n")
+    return text
 
 
 @pytest.fixture(autouse=True)
@@ -136,8 +146,7 @@ def upstream(tmp_path: Path) -> CommitBuilder:
     b = CommitBuilder.init(tmp_path / "upstream")
     b.commit("Initial import", {"src/core.py": "def f():\n    return 1\n",
                                 "README": "upstream\n"})
-    b.commit("Add helpers", {"src/util.py": "".join(f"def h{i}():\n    return {i}\n\n"
-                                                    for i in range(20))})
+    b.commit("Add helpers", {"src/util.py": UTIL})
     b.tag("base")
     return b
 

@@ -14,18 +14,9 @@ from carry import rebase
 from carry import upstream as upstreammod
 from carry.git import Repo
 from carry.series import Provenance
-from tests.conftest import TOBY, CommitBuilder, git
+from tests.conftest import TOBY, CommitBuilder, git, util
 
 MakeSeries = Callable[..., Any]
-UTIL = "".join(f"def h{i}():\n    return {i}\n\n" for i in range(20))
-
-
-def util(**changes: int) -> str:
-    text = UTIL
-    for name, value in changes.items():
-        i = name[1:]
-        text = text.replace(f"def h{i}():\n    return {i}\n", f"def h{i}():\n    return {value}\n")
-    return text
 
 
 def _series(up: CommitBuilder, messages: list[str], edits: list[dict[str, str]]) -> list[str]:

@@ -18,18 +18,9 @@ from typing import Any
 import pytest
 
 from carry import series as seriesmod
-from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry
+from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry, util
 
 MakeSeries = Callable[..., Any]
-UTIL = "".join(f"def h{i}():\n    return {i}\n\n" for i in range(20))
-
-
-def util(**changes: int) -> str:
-    text = UTIL
-    for name, value in changes.items():
-        i = name[1:]
-        text = text.replace(f"def h{i}():\n    return {i}\n", f"def h{i}():\n    return {value}\n")
-    return text
 
 
 @pytest.fixture

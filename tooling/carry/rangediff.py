@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from carry import versions
 from carry.errors import CarryError
 from carry.git import Repo
+from carry.rebase import resolve_base
 from carry.series import MANIFEST, PATCH_NAME, Series, parse_manifest
 from carry.upstream import release_tags
 
@@ -54,16 +55,11 @@ def version_side(series: Series, repo: Repo, version: str) -> Side:
     snap = versions.read(series, version)
     manifest = parse_manifest(series.root / MANIFEST, tomllib.loads(snap.manifest))
     label = version if version == "current" else f"v{version.lstrip('v')}"
-    rev = manifest.base.commit or manifest.base.ref
     if not snap.patches:
-        base = repo.try_rev_parse(rev) if rev else None
-        return Side(label, base or "", base or "", 0)
-    if not rev:
-        raise CarryError(f"{series.name} {label} records no base")
-    base = repo.try_rev_parse(rev)
-    if base is None:
-        raise CarryError(f"the base {rev} of {series.name} {label} is not in {repo.path}",
-                         hint="fetch it into --repo")
+        rev = manifest.base.commit or manifest.base.ref
+        empty = repo.try_rev_parse(rev) if rev else None
+        return Side(label, empty or "", empty or "", 0)
+    base = resolve_base(repo, manifest.base, f"{series.name} {label}", "fetch it into --repo")
     files = []
     for name, data in snap.patches.items():
         m = PATCH_NAME.match(name)

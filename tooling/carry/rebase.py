@@ -32,7 +32,7 @@ from carry import patches as patchmod
 from carry import upstream
 from carry.errors import CarryError
 from carry.git import GitError, Ident, RawCommit, Repo
-from carry.series import Series
+from carry.series import Base, Series
 from carry.upstream import Carried, Drop, ResolvedTarget
 
 STATE_VERSION = 1
@@ -99,16 +99,20 @@ class Options:
 # -- the cached chain ---------------------------------------------------------------------------
 
 
-def series_base(series: Series, repo: Repo) -> str:
-    base = series.manifest.base
+def resolve_base(repo: Repo, base: Base, what: str, hint: str) -> str:
+    """The commit a series (or one of its versions, `what`) applies to, present in `repo`."""
     rev = base.commit or base.ref
     if not rev:
-        raise CarryError(f"series {series.name} records no base")
+        raise CarryError(f"{what} records no base")
     sha = repo.try_rev_parse(rev)
     if sha is None:
-        raise CarryError(f"the base {rev} of {series.name} is not in {repo.path}",
-                         hint="pass --fetch, or fetch the fork")
+        raise CarryError(f"the base {rev} of {what} is not in {repo.path}", hint=hint)
     return sha
+
+
+def series_base(series: Series, repo: Repo) -> str:
+    return resolve_base(repo, series.manifest.base, f"series {series.name}",
+                        "pass --fetch, or fetch the fork")
 
 
 def chain(repo: Repo, files: Sequence[tuple[int, str, bytes]], base: str) -> list[Carried]:

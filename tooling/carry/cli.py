@@ -299,10 +299,8 @@ def ci_job(
 
 
 def main() -> None:
-    try:  # typer >= 0.26 vendors its own click; older typer uses click itself
-        from typer._click.exceptions import ClickException
-    except ImportError:  # pragma: no cover - depends on the installed typer
-        from click import ClickException  # type: ignore[assignment]
+    # typer 0.28 (pinned in pyproject) vendors click, so `click` itself need not be installed.
+    from typer._click.exceptions import ClickException
 
     try:
         code = app(standalone_mode=False)

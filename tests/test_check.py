@@ -201,7 +201,8 @@ def test_check_cli_json_and_text(demo: seriesmod.Series, upstream: CommitBuilder
         "published history")}]
     r = run_carry("check", "demo", "--series-dir", str(demo.root.parent))
     assert r.code == 0, r.err
-    assert "author Toby Mao <toby@example.com>  date 1790000000 -0700" in r.out
+    assert "author Toby Mao <toby@example.com>  date 2026-09-21 07:13 -0700" in r.out
+    assert data["patches"][0]["date"] == "1790000000 -0700"  # raw in JSON
     assert "Assisted-by: OpenAI Codex" in r.out
     assert "exception: no Signed-off-by: published without trailers" in r.out
 

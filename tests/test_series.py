@@ -290,6 +290,6 @@ def test_series_show(tmp_path: Path) -> None:
     r = run_carry("series", "show", "mamba-sparse-retention", "--series-dir", str(root))
     assert r.code == 0, r.err
     assert "patches not imported yet: 6 expected" in r.out
-    assert "consolidated: local-inference-lab/vllm#669 merged merged as 86acae98f0" in r.out
+    assert "consolidated: local-inference-lab/vllm#669 merged as 86acae98f0" in r.out
     r = run_carry("series", "show", "demo", "--series-dir", str(root))
     assert "0001-x.patch" in r.out

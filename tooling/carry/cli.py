@@ -32,10 +32,80 @@ Name = Annotated[str, typer.Argument(help="The series name, a directory under se
 RepoPath = Annotated[str, typer.Option("--repo", help="Path of the git repository to work in.")]
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"carry {version('carry')}")
+        except PackageNotFoundError:
+            print("carry (not installed)")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _top(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print carry's version and exit.")] = False,
+) -> None:
+    """Keep carried patch series alive on top of a moving upstream.
+
+    Start with: carry init NAME --upstream OWNER/REPO --fork OWNER/REPO --repo PATH
+    """
+
+
 def _root(series_dir: Path | None) -> Path:
     from carry.series import series_dir as locate
 
     return locate(series_dir)
+
+
+@app.command()
+def init(
+    name: Name,
+    upstream: Annotated[str, typer.Option(help="Upstream on GitHub, OWNER/REPO.")],
+    fork: Annotated[str, typer.Option(help="The fork that carries the series, OWNER/REPO.")],
+    repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="A local clone to read remotes, tags and branches from.")] = None,
+    dev_branch: Annotated[str, typer.Option(
+        "--dev-branch", help="The fork's integration branch (default: its newest dev/*).")] = "",
+    base: Annotated[str, typer.Option(
+        help="The ref the patches apply to (default: the fork's dev branch).")] = "",
+    title: Annotated[str, typer.Option(help="A title (default: the name).")] = "",
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """Start a series: a manifest with upstream, fork, base, targets, policy and a test plan.
+
+    Example: carry init my-fix --upstream vllm-project/vllm --fork me/vllm --repo ../vllm
+    """
+    from carry import init as initmod
+    from carry import views
+
+    result = initmod.run(_root(series_dir), name, upstream, fork, repo, dev_branch, base, title)
+    views.show_init(result, json)
+
+
+@app.command()
+def status(
+    name: Annotated[Optional[str], typer.Argument(  # noqa: UP045
+        help="One series (default: every series).")] = None,
+    repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="The repository carry rebased and validated in.")] = None,
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """Stopped rebases (worktree and next command), the last result per target, the last
+    validation and whether it is for the current tree.
+
+    Example: carry status my-fix --repo ../vllm
+    """
+    from carry import series, views
+    from carry import status as statusmod
+
+    root = _root(series_dir)
+    chosen = [series.find(root, name)] if name else series.list_series(root)
+    views.show_status(statusmod.run(chosen, repo), json)
 
 
 @app.command("import")
@@ -132,10 +202,17 @@ def validate(
 
 @series_app.command("list")
 def series_list(series_dir: SeriesDir = None, json: Json = False) -> None:
-    """A table of every series: name, version, patches, base and targets."""
+    """A table of every series: name, version, patches, base and targets.
+
+    A manifest that does not load is a row with its error, and the exit code is 1.
+
+    Example: carry series list --series-dir series
+    """
     from carry import series, views
 
-    views.show_series_list(series.list_series(_root(series_dir)), json)
+    listing = series.scan(_root(series_dir))
+    views.show_series_list(listing, json)
+    raise typer.Exit(listing.exit_code)
 
 
 @series_app.command("show")
@@ -306,6 +383,12 @@ def main() -> None:
         code = app(standalone_mode=False)
     except CarryError as exc:
         print(f"carry: error: {exc.line()}", file=sys.stderr)
+        if "--json" in sys.argv[1:]:  # a script reading stdout gets the error there too
+            import json
+
+            json.dump({"error": " ".join(str(exc).split()), "hint": exc.hint,
+                       "exit": exc.exit_code}, sys.stdout)
+            print()
         sys.exit(exc.exit_code)
     except ClickException as exc:
         exc.show()

@@ -28,6 +28,7 @@ class ImportResult:
     head: str
     patches: list[str]
     source: str
+    note: str = ""
 
 
 def open_source(spec: str, workdir: Path) -> Repo:
@@ -106,17 +107,26 @@ def run(
     manifest.title = title or manifest.title or repo_subject(files)
     old_files = {p.name: p.read() for p in existing.patches()} if existing else {}
     changed = old_files != files or manifest.base.commit != base
-    if base_ref:
-        manifest.base = Base(ref=base_ref, commit=base)
-    else:
-        manifest.base = Base(ref=manifest.base.ref or base, commit=base)
+    ref = base_ref or manifest.base.ref or range_base_name(rng) or base
+    manifest.base = Base(ref=ref, commit=base)
     if changed:
         manifest.version += 1
         date = today or dt.datetime.now(dt.UTC).date().isoformat()
         summary = f"imported {len(files)} patches from {desc} onto {base[:12]}"
         manifest.changelog.append(ChangelogEntry(manifest.version, date, summary))
     seriesmod.write_series(root / name, manifest, files)
-    return ImportResult(name, manifest.version, changed, base, head, list(files), desc)
+    note = "" if existing else (
+        f"series {name} did not exist: import wrote a bare manifest (no upstream, targets or "
+        f"test plan); `carry init {name} --upstream OWNER/REPO --fork OWNER/REPO --repo PATH` "
+        "makes a full one before the import")
+    return ImportResult(name, manifest.version, changed, base, head, list(files), desc, note)
+
+
+def range_base_name(rng: str | None) -> str:
+    """The base of `--range BASE..HEAD` as the user named it, so the manifest keeps
+    `upstream/main` rather than the sha it resolved to today."""
+    base = rng.split("..", 1)[0] if rng else ""
+    return "" if re.fullmatch(r"[0-9a-fA-F]{7,64}", base) else base
 
 
 def repo_subject(files: dict[str, bytes]) -> str:

@@ -36,6 +36,10 @@ def console() -> Any:
 
 
 def table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    """A rich table on a terminal; plain aligned columns when piped, so that nothing wraps
+    mid-word and no box characters reach logs or `grep`."""
+    if not sys.stdout.isatty():
+        return _plain_table(title, columns, rows)
     from rich.table import Table
 
     t = Table(title=title, title_justify="left")
@@ -45,6 +49,33 @@ def table(title: str, columns: list[str], rows: list[list[str]]) -> None:
     for r in rows:
         t.add_row(*r)
     console().print(t)
+
+
+def _plain_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(str(r[i])) for r in [columns, *rows]) for i in range(len(columns))]
+    out = [title] if title else []
+    for r in [columns, *rows]:
+        out.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    sys.stdout.write("\n".join(out) + "\n")
+
+
+def human_date(raw: str) -> str:
+    """git's raw `1710000000 -0700` as `2024-03-09 09:00 -0700` (the author's own clock)."""
+    import datetime as dt
+
+    try:
+        secs, tz = raw.split()
+        sign = -1 if tz.startswith("-") else 1
+        offset = dt.timedelta(hours=int(tz[1:3]), minutes=int(tz[3:5])) * sign
+        when = dt.datetime.fromtimestamp(int(secs), dt.timezone(offset))
+    except (ValueError, IndexError):
+        return raw
+    return when.strftime("%Y-%m-%d %H:%M ") + tz
+
+
+def warn(text: str) -> None:
+    """A note for the user that is not the result: stderr, so stdout stays parseable."""
+    sys.stderr.write(f"carry: note: {text}\n")
 
 
 def say(text: str) -> None:

@@ -222,6 +222,38 @@ def list_series(root: Path) -> list[Series]:
     return out
 
 
+@dataclass
+class BadSeries:
+    name: str
+    error: str
+
+
+@dataclass
+class Listing:
+    """Every series folder under `root`: the ones that load, and the ones that don't with why."""
+
+    root: Path
+    series: list[Series]
+    bad: list[BadSeries]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.bad else 0
+
+
+def scan(root: Path) -> Listing:
+    out = Listing(root, [], [])
+    if not root.is_dir():
+        return out
+    for d in sorted(root.iterdir()):
+        if d.is_dir() and not d.name.startswith(".") and (d / MANIFEST).exists():
+            try:
+                out.series.append(load(d))
+            except CarryError as exc:
+                out.bad.append(BadSeries(d.name, exc.line()))
+    return out
+
+
 def find(root: Path, name: str) -> Series:
     d = root / name
     if not (d / MANIFEST).exists():
@@ -459,13 +491,15 @@ def dump_manifest(m: Manifest) -> str:
 
 
 def write_series(
-    root: Path, manifest: Manifest, patches: dict[str, bytes] | None, cover: str | None = None
+    root: Path, manifest: Manifest, patches: dict[str, bytes] | None, cover: str | None = None,
+    manifest_text: str | None = None,
 ) -> bool:
     """Write a whole series directory atomically; returns False when no byte would change.
 
     `patches` maps file names to bytes and replaces the patch set; None keeps the current one.
+    `manifest_text` is the manifest's dump with comments added (`carry init`).
     """
-    manifest_text = dump_manifest(manifest)
+    manifest_text = manifest_text or dump_manifest(manifest)
     parse_manifest(root / MANIFEST, tomllib.loads(manifest_text))  # never write what we can't read
     old_patches = {p.name: p.read() for p in list_patches(root / PATCH_DIR)}
     new_patches = old_patches if patches is None else patches

@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # results are only annotated here; importing them would slow 
     from carry.apply import ApplyResult
     from carry.check import CheckReport
     from carry.importer import ImportResult
-    from carry.series import Series
+    from carry.series import Listing, Series
     from carry.validate.results import Report
 
 
@@ -26,6 +26,8 @@ def show_import(r: ImportResult, as_json: bool) -> None:
                f"(base {_short(r.base)}) -> {state}")
     for p in r.patches:
         render.say(f"  {p}")
+    if r.note:
+        render.warn(r.note)
 
 
 def show_check(r: CheckReport, as_json: bool) -> None:
@@ -43,7 +45,7 @@ def show_check(r: CheckReport, as_json: bool) -> None:
     for p in r.patches:
         mark = "ok" if p.ok else "FAIL"
         render.say(f"[{mark}] {p.file}  {p.subject}")
-        render.say(f"       author {p.author} <{p.email}>  date {p.date}")
+        render.say(f"       author {p.author} <{p.email}>  date {render.human_date(p.date)}")
         for t in p.trailers:
             render.say(f"       {t['key']}: {t['value']}")
         for f in p.findings:
@@ -69,17 +71,27 @@ def _summary(s: Series) -> dict[str, Any]:
     }
 
 
-def show_series_list(items: list[Series], as_json: bool) -> None:
+def show_series_list(listing: Listing, as_json: bool) -> None:
+    items, bad = listing.series, listing.bad
     if as_json:
-        return render.emit_json([_summary(s) for s in items])
-    rows = []
+        docs = [_summary(s) for s in items] + [{"name": b.name, "error": b.error} for b in bad]
+        return render.emit_json(sorted(docs, key=lambda d: str(d["name"])))
+    if not items and not bad:
+        render.say(f"no series in {listing.root}"
+                   + ("" if listing.root.is_dir() else " (no such folder)")
+                   + "; `carry init NAME` starts one, --series-dir looks elsewhere")
+        return None
+    render.say(f"series in {listing.root}")
+    rows = [[b.name, "-", "-", f"ERROR: {b.error}", "-"] for b in bad]
     for s in items:
         d = _summary(s)
         count = str(d["patches"]) if d["patches"] or not d["expected"] else f"0/{d['expected']}"
         rows.append([d["name"], f"v{d['version']}", count,
                      f"{d['base']['ref']} {_short(d['base']['commit'])}",
                      ", ".join(d["targets"])])
-    render.table("series", ["name", "version", "patches", "base", "targets"], rows)
+    render.table("series", ["name", "version", "patches", "base", "targets"],
+                 sorted(rows, key=lambda r: r[0]))
+    return None
 
 
 def show_series(s: Series, as_json: bool) -> None:
@@ -89,13 +101,14 @@ def show_series(s: Series, as_json: bool) -> None:
         return render.emit_json({**render.to_data(m), "patch_files": files,
                                  "cover": s.cover})
     render.say(f"{m.name} v{m.version}: {m.title}")
-    render.say(f"  upstream {m.upstream.repo}  fork {m.fork.repo} ({m.fork.branch})")
+    fork = f"{m.fork.repo} ({m.fork.branch})" if m.fork.branch else m.fork.repo
+    render.say(f"  upstream {m.upstream.repo or '(not set)'}  fork {fork or '(not set)'}")
     render.say(f"  base {m.base.ref} {_short(m.base.commit)}")
     for t in m.targets:
         render.say(f"  target {t.name}: {t.ref or 'tags ' + t.tags}")
     for p in m.provenance:
-        extra = f" merged as {p.merged_as}" if p.merged_as else ""
-        render.say(f"  {p.role}: {p.pr} {p.state}{extra} {p.title}".rstrip())
+        state = f"merged as {p.merged_as}" if p.merged_as else p.state
+        render.say(f"  {p.role}: {p.pr} {state} {p.title}".replace("  ", " ").rstrip())
     for f in files:
         render.say(f"  {f['file']}")
     if not files and m.expected:
@@ -233,3 +246,53 @@ def show_job(r: Any, as_json: bool) -> None:
     render.table(f"carry ci: {r.status}", ["series", "target", "rebase", "drops", "head",
                                            "validation"], rows)
     render.say(f"summary: {r.out}/summary.md")
+
+
+def show_init(r: Any, as_json: bool) -> None:
+    if as_json:
+        return render.emit_json(r)
+    render.say(f"{r.series}: wrote {r.path}/series.toml")
+    render.say(f"  upstream {r.upstream['repo']} (remote {r.upstream['remote']}, "
+               f"branch {r.upstream['branch']})")
+    render.say(f"  fork     {r.fork['repo']} (remote {r.fork['remote']}"
+               + (f", branch {r.fork['branch']})" if r.fork["branch"] else ")"))
+    render.say(f"  base     {r.base['ref']} {_short(r.base['commit'])}")
+    for t in r.targets:
+        what = t["ref"] or f"newest {t['latest']} tag(s) matching {t['tags']}"
+        render.say(f"  target   {t['name']}: {what}")
+    render.say("  test plan: empty (see the comments in series.toml)")
+    for n in r.notes:
+        render.warn(n)
+    render.say(f"next: carry import {r.series} --repo PATH --range {r.base['ref']}..BRANCH")
+    return None
+
+
+def show_status(r: Any, as_json: bool) -> None:
+    if as_json:
+        return render.emit_json(r)
+    if not r.repo:
+        render.warn("no --repo given: rebases and validations are recorded in the repository "
+                    "they ran in; pass --repo PATH to see them")
+    for s in r.series:
+        render.say(f"{s.series} v{s.version}: {s.patches} patches on {s.base or '(no base)'}; "
+                   f"targets {', '.join(s.targets) or 'none'}")
+        for st in s.stopped:
+            render.say(f"  STOPPED rebase onto {st.target} ({st.phase}) at {st.patch}")
+            if st.paths:
+                render.say(f"    paths: {', '.join(st.paths)}")
+            if st.worktree:
+                render.say(f"    worktree: {st.worktree}")
+            render.say(f"    next: {st.next}")
+        for b in s.branches:
+            render.say(f"  {b.branch} at {_short(b.head)} ({b.date.replace('T', ' ')}) "
+                       f"{b.subject}")
+        if r.repo and not s.branches and not s.stopped:
+            render.say("  no rebase result in this repository yet")
+        v = s.validation
+        if v is not None:
+            which = f"current: {v.for_branch}" if v.current else "not for any current branch"
+            render.say(f"  last validation {v.status} on {v.onto_ref} at {v.started} "
+                       f"(tree {_short(v.head_tree)}, {which}): {v.summary}")
+        elif r.repo:
+            render.say("  no validation in this repository yet")
+    return None

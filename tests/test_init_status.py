@@ -1,0 +1,137 @@
+"""A new user's first commands through the real CLI: --version, init, import into a missing
+series, status, series list/show output and --json errors."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+from tests.conftest import CommitBuilder, git, run_carry, util
+
+
+def _clone_with_remotes(tmp_path: Path, up: CommitBuilder) -> Path:
+    """A working clone whose remotes point at upstream and the fork by their GitHub names."""
+    up.tag("v1.0.0", "base")
+    up.tag("v1.1.0")
+    git(up.path, "branch", "dev/integration", "base")
+    work = tmp_path / "work"
+    git(tmp_path, "init", "-q", str(work))
+    git(work, "remote", "add", "upstream", "https://github.com/acme/widget.git")
+    git(work, "remote", "add", "fork", "git@github.com:me/widget.git")
+    git(work, "fetch", "-q", "--tags", str(up.path), "+refs/heads/main:refs/remotes/upstream/main",
+        "+refs/heads/dev/integration:refs/remotes/fork/dev/integration")
+    return work
+
+
+def test_version() -> None:
+    r = run_carry("--version")
+    assert r.code == 0 and r.out.startswith("carry ") and r.out.split()[1][0].isdigit()
+
+
+def test_init_reads_remotes_tags_and_dev_branch(tmp_path: Path, upstream: CommitBuilder,
+                                                 series_root: Path) -> None:
+    work = _clone_with_remotes(tmp_path, upstream)
+    r = run_carry("init", "fix", "--upstream", "acme/widget", "--fork", "me/widget",
+                  "--repo", str(work), "--series-dir", str(series_root))
+    assert r.code == 0, r.err
+    text = (series_root / "fix" / "series.toml").read_text()
+    assert "# The test plan is empty" in text
+    m = tomllib.loads(text)
+    assert m["upstream"] == {"repo": "acme/widget", "remote": "upstream", "branch": "main",
+                             "url": "https://github.com/acme/widget.git"}
+    assert m["fork"]["remote"] == "fork" and m["fork"]["branch"] == "dev/integration"
+    assert m["base"] == {"ref": "fork/dev/integration", "commit": upstream.rev("base")}
+    assert [(t["name"], t.get("ref", t.get("tags"))) for t in m["target"]] == [
+        ("upstream-main", "upstream/main"), ("upstream-release", "v*"),
+        ("fork-dev", "fork/dev/integration")]
+    assert m["policy"]["required"] == ["Signed-off-by"]
+    assert "suites" not in m["test"]
+    # the manifest loads, and the series shows without empty placeholders
+    show = run_carry("series", "show", "fix", "--series-dir", str(series_root))
+    assert show.code == 0, show.err
+    assert "fork me/widget (dev/integration)" in show.out
+    again = run_carry("init", "fix", "--upstream", "acme/widget", "--fork", "me/widget",
+                      "--series-dir", str(series_root))
+    assert again.code == 2 and "already exists" in again.err
+    bad = run_carry("init", "other", "--upstream", "widget", "--fork", "me/widget",
+                    "--series-dir", str(series_root))
+    assert bad.code == 2 and "OWNER/REPO" in bad.err
+
+
+def test_import_after_init_keeps_manifest_and_base_name(tmp_path: Path, upstream: CommitBuilder,
+                                                        series_root: Path) -> None:
+    git(upstream.path, "checkout", "-q", "-b", "feature", "base")
+    upstream.commit("One\n\nSigned-off-by: A U Thor <author@example.com>\n",
+                    {"src/util.py": util(h1=11)})
+    r = run_carry("import", "bare", "--repo", str(upstream.path), "--range", "base..feature",
+                  "--series-dir", str(series_root))
+    assert r.code == 0, r.err
+    assert "carry init bare" in r.err  # says that init makes a full manifest
+    m = tomllib.loads((series_root / "bare" / "series.toml").read_text())
+    assert m["base"] == {"ref": "base", "commit": upstream.rev("base")}  # the name, not a sha
+    assert run_carry("init", "full", "--upstream", "acme/widget", "--fork", "me/widget",
+                     "--base", "base", "--series-dir", str(series_root)).code == 0
+    r = run_carry("import", "full", "--repo", str(upstream.path), "--range", "base..feature",
+                  "--series-dir", str(series_root))
+    assert r.code == 0 and "carry init" not in r.err, r.err
+    m = tomllib.loads((series_root / "full" / "series.toml").read_text())
+    assert m["upstream"]["repo"] == "acme/widget" and len(m["target"]) == 2
+    assert m["base"]["ref"] == "base" and m["version"] == 1
+
+
+def test_status_shows_stopped_rebase_branches_and_validation(
+        tmp_path: Path, upstream: CommitBuilder, series_root: Path) -> None:
+    git(upstream.path, "checkout", "-q", "-b", "feature", "base")
+    upstream.commit("Two: h10", {"src/util.py": util(h10=100)})
+    upstream.checkout("main")
+    upstream.commit("Upstream h10", {"src/util.py": util(h10=101)})
+    sd = ("--series-dir", str(series_root))
+    assert run_carry("import", "demo", "--repo", str(upstream.path), "--range", "base..feature",
+                     *sd).code == 0
+    stop = run_carry("rebase", "demo", "--repo", str(upstream.path), "--onto", "main", *sd)
+    assert stop.code == 1, stop.err
+    r = run_carry("status", "demo", "--repo", str(upstream.path), "--json", *sd)
+    assert r.code == 0, r.err
+    data = json.loads(r.out)["series"][0]
+    assert data["series"] == "demo" and data["patches"] == 1
+    [st] = data["stopped"]
+    assert st["phase"] == "conflict" and st["paths"] == ["src/util.py"]
+    assert Path(st["worktree"]).is_dir()
+    assert st["next"] == f"carry rebase demo --repo {upstream.path} --continue"
+    assert data["validation"] is None
+    human = run_carry("status", "--repo", str(upstream.path), *sd)
+    assert "STOPPED rebase onto main" in human.out and st["worktree"] in human.out
+    assert run_carry("rebase", "demo", "--repo", str(upstream.path), "--skip", *sd).code == 0
+    data = json.loads(run_carry("status", "demo", "--repo", str(upstream.path), "--json",
+                                *sd).out)["series"][0]
+    assert data["stopped"] == []
+    assert [b["branch"] for b in data["branches"]] == ["carry/demo/main"]
+    no_repo = run_carry("status", *sd)
+    assert no_repo.code == 0 and "--repo" in no_repo.err
+
+
+def test_series_list_says_where_and_lists_bad_manifests(tmp_path: Path) -> None:
+    empty = tmp_path / "nothing"
+    r = run_carry("series", "list", "--series-dir", str(empty))
+    assert r.code == 0 and f"no series in {empty}" in r.out
+    root = tmp_path / "s"
+    assert run_carry("init", "good", "--upstream", "a/b", "--fork", "c/b",
+                     "--series-dir", str(root)).code == 0
+    (root / "broken").mkdir()
+    (root / "broken" / "series.toml").write_text('name = "broken"\nversoin = 1\n')
+    r = run_carry("series", "list", "--series-dir", str(root))
+    assert r.code == 1
+    assert f"series in {root}" in r.out and "good" in r.out and "broken" in r.out
+    assert "ERROR" in r.out and "│" not in r.out  # plain text when piped
+    rows = json.loads(run_carry("series", "list", "--json", "--series-dir", str(root)).out)
+    assert rows[0]["name"] == "broken" and "error" in rows[0] and rows[1]["name"] == "good"
+
+
+def test_json_errors_are_json_on_stdout(tmp_path: Path) -> None:
+    r = run_carry("check", "nope", "--json", "--series-dir", str(tmp_path))
+    assert r.code == 2 and r.err.startswith("carry: error: unknown series 'nope'")
+    assert json.loads(r.out) == {"error": f"unknown series 'nope' in {tmp_path} (known: none)",
+                                 "hint": None, "exit": 2}
+    plain = run_carry("check", "nope", "--series-dir", str(tmp_path))
+    assert plain.out == ""

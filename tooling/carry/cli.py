@@ -182,12 +182,16 @@ def validate(
         help="Also run the series' tests on the unfixed base: they must fail there.")] = False,
     no_cache: Annotated[bool, typer.Option(
         "--no-cache", help="Run even if this exact input was validated before.")] = False,
+    allow_no_tests: Annotated[bool, typer.Option(
+        "--allow-no-tests", help="Pass a plan that names no pytest suites.")] = False,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
     """Run the series' test plan (pytest suites, pre-commit hooks, git diff --check).
 
     Exit 0 when everything passed, 1 when something failed, 2 on bad input.
+
+    Example: carry validate my-fix --repo ../vllm --onto upstream/main --engine local --baseline
     """
     from carry import render, series, views
     from carry.git import Repo
@@ -195,7 +199,8 @@ def validate(
 
     report = validate_run.run(series.find(_root(series_dir), name), Repo.open(repo), onto, commit,
                               engine, python, baseline, not no_cache,
-                              progress=None if json else render.progress("validating"))
+                              progress=None if json else render.progress("validating"),
+                              allow_no_tests=allow_no_tests)
     views.show_validate(report, json)
     raise typer.Exit(report.exit_code)
 

@@ -178,8 +178,9 @@ def show_validate(r: Report, as_json: bool) -> None:
                + (" [cached]" if r.cached else ""))
     for s in r.steps:
         mark = "ok" if s.ok else s.status.upper()
-        render.say(f"  [{mark}] {s.name} ({s.seconds:.1f}s)  {s.command}")
-        if s.note:
+        why = f": {s.note}" if s.note and not s.ok else ""
+        render.say(f"  [{mark}] {s.name}{why} ({s.seconds:.1f}s)  {s.command}")
+        if s.note and s.ok:
             render.say(f"       {s.note}")
         if s.kind == "pytest" and r.tests:
             for c in r.tests.suites:

@@ -12,7 +12,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,6 +126,7 @@ def run(
     baseline: bool = False,
     use_cache: bool = True,
     progress: Progress | None = None,
+    allow_no_tests: bool = False,
 ) -> Report:
     tp = series.manifest.test
     if not (tp.suites or tp.hooks or tp.diff_check):
@@ -145,6 +146,7 @@ def run(
         "head_tree": head_tree, "onto_tree": repo.rev_parse(t.onto, "tree"),
         "baseline_tree": repo.rev_parse(base_commit, "tree") if base_commit else None,
         "plan": render.to_data(tp), "python": engine.python, "engine": engine.identity(),
+        **({"allow_no_tests": True} if allow_no_tests else {}),
     })
     store = validate_dir(repo) / "cache"
     if use_cache:
@@ -179,12 +181,17 @@ def run(
             base = _baseline(repo, t, base_commit, test_files, modules, tests,
                              _parse(run_dir / "baseline.xml", modules, wts["baseline"].path))
     ok = all(r.ok for r in results) and not (base and base.flagged)
+    summary = summary_line(tests, len(tp.suites)) if tp.suites else (
+        "no tests ran: the plan names no suites" + (
+            " (accepted with --allow-no-tests)" if allow_no_tests
+            else "; add [test].suites, or pass --allow-no-tests"))
+    ok = ok and (bool(tp.suites) or allow_no_tests)
     report = Report(
         series=series.name, version=series.manifest.version, onto_ref=t.onto_ref, onto=t.onto,
         head=t.head, head_tree=head_tree, engine=engine.name,
         image=tp.image if engine.name != "local" else "", python=engine.python,
         changed=changed, steps=results, tests=tests, suites=list(tp.suites),
-        summary=summary_line(tests, len(tp.suites)) if tp.suites else "",
+        summary=summary,
         status="passed" if ok else "failed", cache_key=key, run_dir=str(run_dir),
         started=stamp.isoformat(timespec="seconds"),
         seconds=round(time.monotonic() - started, 3),
@@ -243,13 +250,34 @@ def _run_steps(resolved: plan.Resolved, session: engines.Session, wts: dict[str,
                 r.note = step.hook.note
             if step.kind == "install" and rc != 0:
                 installed = False
+            started = _junit_written(step.argv)
             if step.kind in ("pytest", "baseline") and rc not in (0, 1):
                 r.note = _PYTEST_EXIT.get(rc, f"pytest exited {rc}")
-            if step.kind == "baseline" and rc in (0, 1):
+            if step.kind in ("pytest", "baseline") and not started:
+                r.status, r.note = "failed", f"pytest did not start: {_reason(log)}"
+            elif step.kind == "baseline" and rc in (0, 1):
                 r.status, r.note = "passed", "failures here are the point: see the baseline"
+            if r.status == "failed" and not r.note:
+                r.note = _reason(log)
         r.seconds = round(time.monotonic() - began, 3)
         results.append(r)
     return results
+
+
+def _junit_written(argv: Sequence[str]) -> bool:
+    """A pytest step that wrote no JUnit XML never ran a test (`No module named pytest`)."""
+    xml = next((a.removeprefix("--junitxml=") for a in argv if a.startswith("--junitxml=")), "")
+    return not xml or Path(xml).is_file()
+
+
+def _reason(log: Path) -> str:
+    """The last line of a failed step's log that says something, for its summary line."""
+    try:
+        lines = log.read_text("utf-8", "replace").splitlines()
+    except OSError:
+        return "see the log"
+    said = [ln.strip(" =") for ln in lines if ln.strip(" =-")]
+    return said[-1][:200] if said else "no output; see the log"
 
 
 _PYTEST_EXIT = {2: "pytest was interrupted", 3: "pytest hit an internal error",
@@ -280,6 +308,15 @@ def _baseline(repo: Repo, t: Target, commit: str, files: list[str], modules: lis
     passes: list[str] = []
     both: list[str] = []
     for test, outcome in base.outcomes.items():
+        if "::" not in test and outcome == "error":
+            # The module did not even collect on the base (it imports what the fix adds):
+            # each of its tests fails there, and is proven if it passes with the fix.
+            mine = [h for h in after if h.split("::", 1)[0] == test]
+            for h in mine:
+                (proven if after[h] == "passed" else both).append(h)
+            if not mine:
+                both.append(test)
+            continue
         module = test.split("::", 1)[0]
         func = test.split("::")[-1].split("[", 1)[0]
         new = func not in before.get(module, set())

@@ -135,3 +135,15 @@ def test_json_errors_are_json_on_stdout(tmp_path: Path) -> None:
                                  "hint": None, "exit": 2}
     plain = run_carry("check", "nope", "--series-dir", str(tmp_path))
     assert plain.out == ""
+
+
+def test_every_command_has_an_example_and_an_uncut_summary() -> None:
+    top = run_carry("--help")
+    summaries = top.out.split("Commands:")[1]
+    assert top.code == 0 and "..." not in summaries
+    commands = ["init", "status", "import", "check", "apply", "validate", "rebase", "range-diff",
+                "pr", "supersede", "ci", "series list", "series show"]
+    for cmd in commands:
+        r = run_carry(*cmd.split(), "--help")
+        assert r.code == 0, (cmd, r.err)
+        assert f"Example: carry {cmd}" in r.out, cmd

@@ -75,7 +75,9 @@ def init(
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """Start a series: a manifest with upstream, fork, base, targets, policy and a test plan.
+    """Start a series with a full manifest.
+
+    The manifest has upstream, fork, base, targets, the policy and an empty test plan.
 
     Example: carry init my-fix --upstream vllm-project/vllm --fork me/vllm --repo ../vllm
     """
@@ -95,8 +97,11 @@ def status(
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """Stopped rebases (worktree and next command), the last result per target, the last
-    validation and whether it is for the current tree.
+    """Stopped rebases, branches and the last validation.
+
+    Stopped rebases with their worktree and next command, the last result per target (the
+    carry/NAME/... branches) and the last validation, and whether it is for the current
+    tree.
 
     Example: carry status my-fix --repo ../vllm
     """
@@ -120,7 +125,14 @@ def import_(
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """Write a range, a branch or a PR head into series/NAME as format-patch files."""
+    """Write a range, branch or PR head as patch files.
+
+    The commits go into series/NAME as git format-patch files; the same commits again change
+    no byte. A series that does not exist yet gets a bare manifest (`carry init` makes a full
+    one).
+
+    Example: carry import my-fix --repo ../vllm --range upstream/main..my-branch
+    """
     from carry import importer, views
 
     result = importer.run(_root(series_dir), name, repo, range_, branch, pr, base, title)
@@ -135,7 +147,10 @@ def check(
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """Audit authors, dates and trailers against the series' policy."""
+    """Audit authors, dates and trailers against the policy.
+
+    Example: carry check my-fix --against-repo ../vllm
+    """
     from carry import check as checkmod
     from carry import series, views
     from carry.git import Repo
@@ -156,7 +171,12 @@ def apply(
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """Materialise the series as commits on a branch, without touching any worktree."""
+    """Build the series as commits on a new branch.
+
+    No worktree is touched; an existing branch moves only with --force.
+
+    Example: carry apply my-fix --repo ../vllm --onto v0.34.0 --branch try/my-fix
+    """
     from carry import apply as applymod
     from carry import render, series, views
     from carry.git import Repo
@@ -187,7 +207,7 @@ def validate(
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """Run the series' test plan (pytest suites, pre-commit hooks, git diff --check).
+    """Run the test plan: pytest suites, hooks, diff check.
 
     Exit 0 when everything passed, 1 when something failed, 2 on bad input.
 
@@ -207,7 +227,7 @@ def validate(
 
 @series_app.command("list")
 def series_list(series_dir: SeriesDir = None, json: Json = False) -> None:
-    """A table of every series: name, version, patches, base and targets.
+    """A table of every series and where it was looked for.
 
     A manifest that does not load is a row with its error, and the exit code is 1.
 
@@ -222,7 +242,10 @@ def series_list(series_dir: SeriesDir = None, json: Json = False) -> None:
 
 @series_app.command("show")
 def series_show(name: Name, series_dir: SeriesDir = None, json: Json = False) -> None:
-    """Everything the manifest says about one series, with its patches."""
+    """Everything the manifest says about one series.
+
+    Example: carry series show mamba-sparse-retention
+    """
     from carry import series, views
 
     views.show_series(series.find(_root(series_dir), name), json)
@@ -253,7 +276,13 @@ def rebase(
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """Replay the series onto its targets without a worktree, dropping what upstream has."""
+    """Replay the series onto its targets, dropping merged patches.
+
+    No worktree is used unless a patch conflicts; then the rebase stops in a worktree it
+    names, to be resumed with --continue, --skip or --abort.
+
+    Example: carry rebase my-fix --repo ../vllm --target upstream-main --dry-run
+    """
     from carry import rebase as rebasemod
     from carry import series, views
     from carry.git import Repo
@@ -277,7 +306,10 @@ def range_diff(
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """Rebuild two versions (or one and a branch) as commits and show `git range-diff`."""
+    """Compare two versions of the series with git range-diff.
+
+    Example: carry range-diff my-fix v1 v2 --repo ../vllm
+    """
     from carry import rangediff, series, views
     from carry.git import Repo
 
@@ -315,7 +347,11 @@ def pr(
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """Push the branch and open (or update) one draft PR with a generated description."""
+    """Push the branch and open or update one draft PR.
+
+    Example: carry pr my-fix --repo ../vllm --branch carry/my-fix/upstream-main
+    --forge-repo me/vllm --base main --dry-run
+    """
     from carry import pr as prmod
     from carry import series, views
     from carry.git import Repo
@@ -342,7 +378,12 @@ def supersede(
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """Find open PRs that duplicate the series; comment "Superseded by #N" and close them."""
+    """Comment on and close open PRs that duplicate the series.
+
+    Dry run unless --apply.
+
+    Example: carry supersede my-fix --by 669 --forge-repo me/vllm --repo ../vllm
+    """
     from carry import series, views
     from carry import supersede as supmod
     from carry.git import Repo
@@ -370,7 +411,12 @@ def ci_job(
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """The CI job: rebase every series onto every target and validate each result."""
+    """The CI job: rebase and validate every series.
+
+    Every series onto every target; writes summary.json and summary.md to --out.
+
+    Example: carry ci --repo ../vllm --engine local --out carry-out
+    """
     from carry import job, views
     from carry.git import Repo
 

@@ -41,8 +41,10 @@ def tag(series: Series) -> str | None:
     An existing tag with other content is never moved: versions are immutable.
     """
     repo = toolkit_repo(series)
-    if repo is None or series.manifest.version == 0:
+    if series.manifest.version == 0:
         return None
+    if repo is None:
+        return _keep_outside_git(series)
     with repo.temp_index() as env:
         git_env = {**env, "GIT_WORK_TREE": str(series.root)}
         repo.run("add", "-A", "--force", "--", ".", env=git_env, cwd=series.root)
@@ -69,7 +71,7 @@ def read(series: Series, version: str) -> Snapshot:
         raise CarryError(f"bad version {version!r}: expected vN or 'current'")
     repo = toolkit_repo(series)
     if repo is None:
-        raise CarryError(f"{series.root} is not in a git checkout, so it keeps no old versions")
+        return _read_outside_git(series, version, int(number))
     name = tag_name(series.name, int(number))
     tree = repo.try_rev_parse(f"refs/tags/{name}", "tree")
     if tree is None:
@@ -86,4 +88,47 @@ def read(series: Series, version: str) -> Snapshot:
 
 def _has_tag(series: Series, number: int) -> bool:
     repo = toolkit_repo(series)
-    return bool(repo and repo.ref_exists(f"refs/tags/{tag_name(series.name, number)}"))
+    if repo is None:
+        return (series.root / KEPT / f"v{number}" / MANIFEST).is_file()
+    return bool(repo.ref_exists(f"refs/tags/{tag_name(series.name, number)}"))
+
+
+# -- outside a git checkout: `.versions/vN/` in the series directory ---------------------------
+
+KEPT = ".versions"
+
+
+def _keep_outside_git(series: Series) -> str:
+    """With no repository to tag in, copy the version's manifest and patches to
+    `.versions/vN/` (written aside, then renamed in), so `--refresh` never loses it."""
+    import shutil
+    import tempfile
+
+    dest = series.root / KEPT / f"v{series.manifest.version}"
+    if dest.is_dir():
+        return f"{KEPT}/{dest.name}"
+    dest.parent.mkdir(exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=str(dest.parent)))
+    try:
+        (tmp / PATCH_DIR).mkdir()
+        shutil.copyfile(series.manifest_path, tmp / MANIFEST)
+        for p in series.patches():
+            shutil.copyfile(p.path, tmp / PATCH_DIR / p.name)
+        tmp.rename(dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return f"{KEPT}/{dest.name}"
+
+
+def _read_outside_git(series: Series, version: str, number: int) -> Snapshot:
+    d = series.root / KEPT / f"v{number}"
+    if not (d / MANIFEST).is_file() or d.is_symlink():
+        kept = sorted(p.name for p in (series.root / KEPT).glob("v*")) if (
+            series.root / KEPT).is_dir() else []
+        raise CarryError(f"no version {version} of {series.name} in {series.root / KEPT} "
+                         f"(kept: {', '.join(kept) or 'none'})",
+                         hint="outside a git checkout, `rebase --refresh` keeps old versions "
+                              "there")
+    files = {p.name: p.read_bytes() for p in sorted((d / PATCH_DIR).iterdir())
+             if PATCH_NAME.match(p.name) and p.is_file() and not p.is_symlink()}
+    return Snapshot(version, (d / MANIFEST).read_text("utf-8"), files)

@@ -17,6 +17,12 @@ UTIL = "".join(f"def h{i}():\n    return {i}\n\n" for i in range(20))
 
 def _setup(up: CommitBuilder, make_series: MakeSeries, series_root: Path) -> tuple[str, ...]:
     git(series_root.parent, "init", "-q")  # the toolkit checkout keeps the version tags
+    return feature_series(up, make_series, series_root)
+
+
+def feature_series(up: CommitBuilder, make_series: MakeSeries,
+                   series_root: Path) -> tuple[str, ...]:
+    """Series `demo`: patches One (src/util.py) and Two (src/core.py) on `base`."""
     up.checkout("base")
     git(up.path, "checkout", "-q", "-b", "feature")
     up.commit("One", {"src/util.py": UTIL.replace("return 1\n", "return 11\n")}, author=TOBY)

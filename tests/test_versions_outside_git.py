@@ -7,9 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import TOBY, CommitBuilder, git, run_carry
-
-UTIL = "".join(f"def h{i}():\n    return {i}\n\n" for i in range(20))
+from tests.conftest import CommitBuilder, git, run_carry
+from tests.test_rangediff import feature_series
 
 
 def test_refresh_keeps_old_versions_outside_git(upstream: CommitBuilder,
@@ -17,15 +16,9 @@ def test_refresh_keeps_old_versions_outside_git(upstream: CommitBuilder,
                                                 series_root: Path) -> None:
     assert git(series_root, "rev-parse", "--is-inside-work-tree", check=False) != "true"
     up = upstream
-    up.checkout("base")
-    git(up.path, "checkout", "-q", "-b", "feature")
-    up.commit("One", {"src/util.py": UTIL.replace("return 1\n", "return 11\n")}, author=TOBY)
-    up.commit("Two", {"src/core.py": "def f():\n    return 2\n"}, author=TOBY)
-    up.checkout("main")
-    make_series(up, "feature")
+    where = feature_series(up, make_series, series_root)
     v1 = {p.name: p.read_bytes() for p in (series_root / "demo" / "patches").iterdir()}
     up.commit("Take two", {"src/core.py": "def f():\n    return 2\n"})  # 0002 drops
-    where = ("--repo", str(up.path), "--series-dir", str(series_root))
     r = run_carry("rebase", "demo", *where, "--onto", "main", "--refresh")
     assert r.code == 0, r.err
     kept = series_root / "demo" / ".versions" / "v1"

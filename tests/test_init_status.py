@@ -98,7 +98,8 @@ def test_status_shows_stopped_rebase_branches_and_validation(
     [st] = data["stopped"]
     assert st["phase"] == "conflict" and st["paths"] == ["src/util.py"]
     assert Path(st["worktree"]).is_dir()
-    assert st["next"] == f"carry rebase demo --repo {upstream.path} --continue"
+    assert st["next"] == (f"carry rebase --repo {upstream.path} --continue "
+                          f"--series-dir {series_root}")
     assert data["validation"] is None
     human = run_carry("status", "--repo", str(upstream.path), *sd)
     assert "STOPPED rebase onto main" in human.out and st["worktree"] in human.out

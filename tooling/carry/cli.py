@@ -60,59 +60,6 @@ def _root(series_dir: Path | None) -> Path:
     return locate(series_dir)
 
 
-@app.command()
-def init(
-    name: Name,
-    upstream: Annotated[str, typer.Option(help="Upstream on GitHub, OWNER/REPO.")],
-    fork: Annotated[str, typer.Option(help="The fork that carries the series, OWNER/REPO.")],
-    repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        help="A local clone to read remotes, tags and branches from.")] = None,
-    dev_branch: Annotated[str, typer.Option(
-        "--dev-branch", help="The fork's integration branch (default: its newest dev/*).")] = "",
-    base: Annotated[str, typer.Option(
-        help="The ref the patches apply to (default: the fork's dev branch).")] = "",
-    title: Annotated[str, typer.Option(help="A title (default: the name).")] = "",
-    series_dir: SeriesDir = None,
-    json: Json = False,
-) -> None:
-    """Start a series with a full manifest.
-
-    The manifest has upstream, fork, base, targets, the policy and an empty test plan.
-
-    Example: carry init my-fix --upstream vllm-project/vllm --fork me/vllm --repo ../vllm
-    """
-    from carry import init as initmod
-    from carry import views
-
-    result = initmod.run(_root(series_dir), name, upstream, fork, repo, dev_branch, base, title)
-    views.show_init(result, json)
-
-
-@app.command()
-def status(
-    name: Annotated[Optional[str], typer.Argument(  # noqa: UP045
-        help="One series (default: every series).")] = None,
-    repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        help="The repository carry rebased and validated in.")] = None,
-    series_dir: SeriesDir = None,
-    json: Json = False,
-) -> None:
-    """Stopped rebases, branches and the last validation.
-
-    Stopped rebases with their worktree and next command, the last result per target (the
-    carry/NAME/... branches) and the last validation, and whether it is for the current
-    tree.
-
-    Example: carry status my-fix --repo ../vllm
-    """
-    from carry import series, views
-    from carry import status as statusmod
-
-    root = _root(series_dir)
-    chosen = [series.find(root, name)] if name else series.list_series(root)
-    views.show_status(statusmod.run(chosen, repo), json)
-
-
 @app.command("import")
 def import_(
     name: Name,
@@ -261,8 +208,9 @@ Flag = typer.Option
 
 @app.command()
 def rebase(
-    name: Name,
-    repo: RepoPath,
+    name: Annotated[Optional[str], typer.Argument(  # noqa: UP045
+        help="The series; optional with --continue, --skip or --abort.")] = None,
+    repo: RepoPath = ".",
     onto: Refs = None,
     target: Targets = None,
     branch: Annotated[Optional[str], Flag(  # noqa: UP045
@@ -284,13 +232,15 @@ def rebase(
     Example: carry rebase my-fix --repo ../vllm --target upstream-main --dry-run
     """
     from carry import rebase as rebasemod
-    from carry import series, views
+    from carry import resume, series, views
     from carry.git import Repo
 
     opts = rebasemod.Options(onto or [], target or [], branch, refresh, fetch, dry_run)
-    outcome = rebasemod.command(series.find(_root(series_dir), name), Repo.open(repo), opts,
+    git_repo, root, name = resume.locate(Repo.open(repo), series_dir, name, opts,
+                                         continue_, skip, abort)
+    outcome = rebasemod.command(series.find(root, name), git_repo, opts,
                                 continue_=continue_, skip=skip, abort_=abort)
-    views.show_rebase(outcome, json)
+    views.show_rebase(outcome, json, git_repo, str(root))
     raise typer.Exit(rebasemod.exit_code(outcome))
 
 
@@ -424,6 +374,9 @@ def ci_job(
                      engine, python, fetch, out)
     views.show_job(result, json)
     raise typer.Exit(result.exit_code)
+
+
+from carry import cli_start  # noqa: E402,F401 - registers init and status on `app`
 
 
 def main() -> None:

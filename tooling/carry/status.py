@@ -65,16 +65,18 @@ class Status:
 
 
 def _stopped(repo: Repo, series: Series) -> list[Stopped]:
-    from carry import rebase
+    from carry import rebase, resume
 
     out = []
+    several = len(resume.stopped(repo)) > 1
     for s in rebase.in_progress(repo, series.name):
         pos = s.get("position", 0)
         patches = s.get("patches", [])
         patch = patches[pos]["file"] if 0 <= pos < len(patches) else ""
-        nxt = (f"carry rebase {series.name} --repo {repo.path} --continue"
-               if s.get("phase") == "conflict" else
-               f"carry rebase {series.name} --repo {repo.path} --abort")
+        action = "--continue" if s.get("phase") == "conflict" else "--abort"
+        nxt = resume.command(repo, str(series.root.parent), action,
+                             series.name if several else "",
+                             s["target"]["name"] if several else "")
         out.append(Stopped(s["target"]["name"], s.get("phase", ""), patch,
                            list(s.get("paths", [])), s.get("worktree", ""), nxt))
     return out

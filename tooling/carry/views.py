@@ -118,7 +118,8 @@ def show_series(s: Series, as_json: bool) -> None:
 
 
 # -- rebase and range-diff (F2) ----------------------------------------------------------------
-def show_rebase(results: list[Any], as_json: bool) -> None:
+def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
+                series_root: str = "") -> None:
     from carry.rebase import Aborted, TargetResult
 
     if as_json:
@@ -131,6 +132,9 @@ def show_rebase(results: list[Any], as_json: bool) -> None:
     rows: list[TargetResult] = [r for r in results if isinstance(r, TargetResult)]
     if not rows:
         return None
+    from carry.resume import stopped as stopped_in
+
+    stopped = stopped_in(repo) if repo is not None else []
     render.table(f"rebase {rows[0].series}", ["target", "status", "clean", "conflicts",
                                               "drops", "head"],
                  [[r.target, r.status + (" (dry run)" if r.dry_run else ""),
@@ -149,8 +153,13 @@ def show_rebase(results: list[Any], as_json: bool) -> None:
             render.say(f"  {r.target}: CONFLICT in {c.file} \"{c.subject}\" by {c.author}")
             render.say(f"    paths: {', '.join(c.paths) or '(none reported)'}")
             if c.worktree:
-                render.say(f"    resolve in {c.worktree}, then: carry rebase {r.series} --repo "
-                           f"REPO --continue (or --skip, --abort)")
+                from carry.resume import command
+
+                several = len(stopped) > 1
+                render.say(f"    resolve in {c.worktree}, then: "
+                           + command(repo, series_root, "--continue",
+                                     r.series if several else "", r.target if several else "")
+                           + " (or --skip, --abort)")
         if r.refreshed:
             render.say(f"  {r.series} is now v{r.refreshed['version']}"
                        f"{' (tag ' + r.refreshed['tag'] + ')' if r.refreshed['tag'] else ''}")

@@ -36,7 +36,7 @@ def test_init_reads_remotes_tags_and_dev_branch(tmp_path: Path, upstream: Commit
                   "--repo", str(work), "--series-dir", str(series_root))
     assert r.code == 0, r.err
     text = (series_root / "fix" / "series.toml").read_text()
-    assert "# The test plan is empty" in text
+    assert "# The test plan names no suites" in text
     m = tomllib.loads(text)
     assert m["upstream"] == {"repo": "acme/widget", "remote": "upstream", "branch": "main",
                              "url": "https://github.com/acme/widget.git"}

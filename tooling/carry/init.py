@@ -18,16 +18,6 @@ from carry.series import Base, Manifest, Repository, Target
 
 SLUG = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
-TEST_PLAN_COMMENT = """\
-# The test plan is empty: `carry validate` fails until it names something to run
-# (or is given --allow-no-tests). For example:
-#   image = "registry/name@sha256:<digest>"   # the container, pinned by digest
-#   python = "/opt/venv/bin/python"
-#   requirements = ["tblib"]                   # installed before pytest runs
-#   suites = ["tests/test_feature.py"]         # run as: python -m pytest <pytest_args> <suites>
-#   [[test.hook]]                              # pre-commit run --files <changed files>
-#   id = ""                                    # "" runs every hook; `fallback` maps a renamed id
-"""
 
 
 @dataclass
@@ -116,12 +106,6 @@ def build(name: str, upstream: str, fork: str, repo: Repo | None, dev_branch: st
     return manifest, notes
 
 
-def manifest_text(manifest: Manifest) -> str:
-    """The dumped manifest with the commented example test plan under `[test]`."""
-    text = seriesmod.dump_manifest(manifest)
-    return text.replace("\n[test]\n", "\n" + TEST_PLAN_COMMENT + "[test]\n", 1)
-
-
 def run(root: Path, name: str, upstream: str, fork: str, repo_path: str | None,
         dev_branch: str = "", base_ref: str = "", title: str = "") -> InitResult:
     if not seriesmod.NAME_RE.match(name):
@@ -135,6 +119,6 @@ def run(root: Path, name: str, upstream: str, fork: str, repo_path: str | None,
     finally:
         if repo is not None:
             repo.close()
-    seriesmod.write_series(root / name, manifest, {}, manifest_text=manifest_text(manifest))
+    seriesmod.write_series(root / name, manifest, {})
     return InitResult(name, str(root / name), vars(manifest.upstream), vars(manifest.fork),
                       vars(manifest.base), [vars(t) for t in manifest.targets], notes)

@@ -487,19 +487,32 @@ def dump_manifest(m: Manifest) -> str:
     doc["test"] = test
     if m.changelog:
         doc["changelog"] = [vars(c).copy() for c in m.changelog]
-    return tomli_w.dumps(doc)
+    text = tomli_w.dumps(doc)
+    if not (m.test.suites or m.test.hooks):  # say how to fill it in, on every rewrite
+        text = text.replace("\n[test]\n", "\n" + TEST_PLAN_HELP + "[test]\n", 1)
+    return text
+
+
+TEST_PLAN_HELP = """\
+# The test plan names no suites: `carry validate` fails until it does (or is given
+# --allow-no-tests). For example:
+#   image = "registry/name@sha256:<digest>"   # the container, pinned by digest
+#   python = "/opt/venv/bin/python"
+#   requirements = ["tblib"]                   # installed before pytest runs
+#   suites = ["tests/test_feature.py"]         # run as: python -m pytest <pytest_args> <suites>
+#   [[test.hook]]                              # pre-commit run --files <changed files>
+#   id = ""                                    # "" runs every hook; `fallback` maps a renamed id
+"""
 
 
 def write_series(
-    root: Path, manifest: Manifest, patches: dict[str, bytes] | None, cover: str | None = None,
-    manifest_text: str | None = None,
+    root: Path, manifest: Manifest, patches: dict[str, bytes] | None, cover: str | None = None
 ) -> bool:
     """Write a whole series directory atomically; returns False when no byte would change.
 
     `patches` maps file names to bytes and replaces the patch set; None keeps the current one.
-    `manifest_text` is the manifest's dump with comments added (`carry init`).
     """
-    manifest_text = manifest_text or dump_manifest(manifest)
+    manifest_text = dump_manifest(manifest)
     parse_manifest(root / MANIFEST, tomllib.loads(manifest_text))  # never write what we can't read
     old_patches = {p.name: p.read() for p in list_patches(root / PATCH_DIR)}
     new_patches = old_patches if patches is None else patches

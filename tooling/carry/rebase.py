@@ -64,6 +64,7 @@ class Conflict:
     author: str
     paths: list[str]
     worktree: str
+    squash_hints: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -360,7 +361,8 @@ def _state_path(repo: Repo, series: str, slug: str) -> Path:
 
 
 def _worktree_path(repo: Repo, series: str, slug: str) -> Path:
-    return repo.carry_dir() / "worktrees" / series / slug
+    """Beside the repository, where a user looks (`../vllm.carry/NAME/TARGET`), not under .git."""
+    return repo.path.parent / f"{repo.path.name.removesuffix('.git')}.carry" / series / slug
 
 
 def _write_state(path: Path, state: dict[str, Any]) -> None:
@@ -417,11 +419,14 @@ def _branch_for(repo: Repo, series: str, target: ResolvedTarget, branch: str | N
     old = repo.try_rev_parse(ref) if repo.ref_exists(ref) else None
     if old:
         from carry.apply import checked_out_at
+        from carry.branches import check_ours
 
         where = checked_out_at(repo, ref)
         if where:
             raise CarryError(f"{ref} is checked out in {where}; carry will not move it under "
                              "a worktree", hint="pass --branch with another name")
+        if not branch:
+            check_ours(repo, ref, old)
     return ref, old
 
 
@@ -507,7 +512,11 @@ def _stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarg
     conflicted = repo.worktree_add(wt, head).cherry_pick_no_commit(step.source)
     state["paths"] = conflicted or paths
     _write_state(path, state)
-    result.conflict = Conflict(step.file, step.subject, step.author, state["paths"], str(wt))
+    from carry.squash import hints
+
+    result.conflict = Conflict(step.file, step.subject, step.author, state["paths"], str(wt),
+                               hints(repo, series.manifest.base.commit, target.sha, step.file,
+                                     step.subject, state["paths"], series.manifest.upstream.repo))
 
 
 def _remove_worktree(repo: Repo, wt: Path) -> None:
@@ -515,6 +524,9 @@ def _remove_worktree(repo: Repo, wt: Path) -> None:
         repo.worktree_remove(wt)
     shutil.rmtree(wt, ignore_errors=True)
     repo.run("worktree", "prune", check=False)
+    for empty in (wt.parent, wt.parent.parent):  # NAME/ and REPO.carry/, once unused
+        with contextlib.suppress(OSError):
+            empty.rmdir()
 
 
 # -- continue, skip, abort --------------------------------------------------------------------

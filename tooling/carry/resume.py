@@ -9,7 +9,6 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from carry.errors import CarryError

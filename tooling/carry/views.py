@@ -152,6 +152,8 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
             c = r.conflict
             render.say(f"  {r.target}: CONFLICT in {c.file} \"{c.subject}\" by {c.author}")
             render.say(f"    paths: {', '.join(c.paths) or '(none reported)'}")
+            for h in c.squash_hints:
+                render.say(f"    hint: {h}")
             if c.worktree:
                 from carry.resume import command
 

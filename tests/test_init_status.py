@@ -35,6 +35,7 @@ def test_init_reads_remotes_tags_and_dev_branch(tmp_path: Path, upstream: Commit
     r = run_carry("init", "fix", "--upstream", "acme/widget", "--fork", "me/widget",
                   "--repo", str(work), "--series-dir", str(series_root))
     assert r.code == 0, r.err
+    assert f"next: carry import fix --repo {work} --range fork/dev/integration..BRANCH" in r.out
     text = (series_root / "fix" / "series.toml").read_text()
     assert "# The test plan names no suites" in text
     m = tomllib.loads(text)
@@ -57,6 +58,11 @@ def test_init_reads_remotes_tags_and_dev_branch(tmp_path: Path, upstream: Commit
     bad = run_carry("init", "other", "--upstream", "widget", "--fork", "me/widget",
                     "--series-dir", str(series_root))
     assert bad.code == 2 and "OWNER/REPO" in bad.err
+    for name, where, text in (("../evil", series_root, "bad series name"),
+                              ("x", series_root / "fix" / "series.toml", "not a directory")):
+        r = run_carry("init", name, "--upstream", "a/b", "--fork", "c/b", "--series-dir",
+                      str(where))
+        assert r.code == 2 and text in r.err and "Traceback" not in r.err, r.err
 
 
 def test_import_after_init_keeps_manifest_and_base_name(tmp_path: Path, upstream: CommitBuilder,

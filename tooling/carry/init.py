@@ -29,6 +29,7 @@ class InitResult:
     base: dict[str, str]
     targets: list[dict[str, object]]
     notes: list[str] = field(default_factory=list)
+    repo: str = ""
 
 
 def _remote_for(repo: Repo | None, slug: str) -> tuple[str, str]:
@@ -110,6 +111,8 @@ def run(root: Path, name: str, upstream: str, fork: str, repo_path: str | None,
         dev_branch: str = "", base_ref: str = "", title: str = "") -> InitResult:
     if not seriesmod.NAME_RE.match(name):
         raise CarryError(f"bad series name {name!r}: use lower-case letters, digits, '.', '-'")
+    if root.exists() and not root.is_dir():
+        raise CarryError(f"--series-dir {root} is not a directory")
     if (root / name / seriesmod.MANIFEST).exists():
         raise CarryError(f"series {name!r} already exists in {root}",
                          hint=f"edit {root / name / seriesmod.MANIFEST}, or pick another name")
@@ -121,4 +124,5 @@ def run(root: Path, name: str, upstream: str, fork: str, repo_path: str | None,
             repo.close()
     seriesmod.write_series(root / name, manifest, {})
     return InitResult(name, str(root / name), vars(manifest.upstream), vars(manifest.fork),
-                      vars(manifest.base), [vars(t) for t in manifest.targets], notes)
+                      vars(manifest.base), [vars(t) for t in manifest.targets], notes,
+                      str(repo.path) if repo is not None else "")

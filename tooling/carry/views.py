@@ -275,7 +275,10 @@ def show_init(r: Any, as_json: bool) -> None:
     render.say("  test plan: empty (see the comments in series.toml)")
     for n in r.notes:
         render.warn(n)
-    render.say(f"next: carry import {r.series} --repo PATH --range {r.base['ref']}..BRANCH")
+    import shlex
+
+    render.say(f"next: carry import {r.series} --repo {shlex.quote(r.repo or '.')} "
+               f"--range {r.base['ref']}..BRANCH   (BRANCH: the commits to carry)")
     return None
 
 

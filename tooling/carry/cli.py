@@ -344,36 +344,124 @@ def supersede(
     views.show_supersede(result, json)
 
 
-@app.command("ci")
+ci_app = typer.Typer(help="The CI job: the whole job, its matrix, or one cell.")
+app.add_typer(ci_app, name="ci")
+Ledger = Annotated[Path, typer.Option(
+    "--ledger", envvar="CARRY_LEDGER", help="The file of what was validated (ci/README.md).")]
+Engine = Annotated[str, typer.Option(help="docker, podman or local.")]
+Python = Annotated[Optional[str], typer.Option(help="Interpreter for local runs.")]  # noqa: UP045
+Fetch = Annotated[bool, typer.Option(help="Fetch the manifest's remotes first.")]
+Out = Annotated[Path, typer.Option(help="Where summary.json and summary.md go.")]
+
+
+@ci_app.callback(invoke_without_command=True)
 def ci_job(
-    repo: RepoPath,
+    ctx: typer.Context,
+    repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--repo", help="Path of the git repository to work in.")] = None,
     names: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         "--series", help="A series to check; repeat. Default: every imported series.")] = None,
     target: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         help="A manifest target name; repeat. Default: every target.")] = None,
     onto: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         help="Check against this ref instead of the manifest targets; repeat.")] = None,
-    engine: Annotated[str, typer.Option(help="docker, podman or local.")] = "podman",
-    python: Annotated[Optional[str], typer.Option(help="Interpreter for local runs.")] = None,  # noqa: UP045,E501
-    fetch: Annotated[bool, typer.Option(help="Fetch the manifest's remotes first.")] = False,
-    out: Annotated[Path, typer.Option(help="Where summary.json and summary.md go.")] = Path(
-        "carry-out"),
+    engine: Engine = "podman",
+    python: Python = None,
+    fetch: Fetch = False,
+    out: Out = Path("carry-out"),
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
     """The CI job: rebase and validate every series.
 
-    Every series onto every target; writes summary.json and summary.md to --out.
+    Every series onto every target; writes summary.json and summary.md to --out. The
+    subcommands split it for a GitHub Actions matrix.
 
     Example: carry ci --repo ../vllm --engine local --out carry-out
     """
+    if ctx.invoked_subcommand:
+        return
     from carry import job, views
     from carry.git import Repo
 
+    if repo is None:
+        raise CarryError("carry ci needs --repo PATH", hint="carry ci --help")
     result = job.run(_root(series_dir), names or [], Repo.open(repo), target or [], onto or [],
                      engine, python, fetch, out)
     views.show_job(result, json)
     raise typer.Exit(result.exit_code)
+
+
+@ci_app.command("matrix")
+def ci_matrix(
+    repo: RepoPath,
+    ledger: Ledger = Path("carry-ledger.json"),
+    force: Annotated[bool, typer.Option(help="List cells the ledger holds too.")] = False,
+    series_dir: SeriesDir = None,
+) -> None:
+    """Print the GitHub Actions matrix: series x targets the ledger does not hold.
+
+    Example: carry ci matrix --repo ../vllm --ledger carry-ledger.json
+    """
+    from carry import job, views
+    from carry.git import Repo
+
+    views.show_matrix(*job.matrix(_root(series_dir), Repo.open(repo), ledger, force))
+
+
+@ci_app.command("run")
+def ci_run(
+    name: Name,
+    target_name: Annotated[str, typer.Argument(metavar="TARGET", help="A manifest target.")],
+    repo: RepoPath,
+    ref: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="The tag or branch the cell checks (a tag target needs it).")] = None,
+    ledger: Ledger = Path("carry-ledger.json"),
+    force: Annotated[bool, typer.Option(help="Run even if the ledger holds it.")] = False,
+    engine: Engine = "podman",
+    python: Python = None,
+    fetch: Fetch = False,
+    out: Out = Path("carry-out"),
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """Run one matrix cell: rebase, validate, append the outcome to the ledger.
+
+    Example: carry ci run mamba-sparse-retention upstream-release --ref v0.34.0 --repo ../vllm
+    """
+    from carry import job, views
+    from carry.git import Repo
+
+    result = job.run_cell(_root(series_dir), name, target_name, ref, Repo.open(repo), engine,
+                          python, fetch, out, ledger, force)
+    views.show_job(result, json)
+    raise typer.Exit(result.exit_code)
+
+
+@app.command()
+def releases(
+    name: Name,
+    repo: RepoPath,
+    index_url: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="PEP 691 index (default: PIP_INDEX_URL, then pip's configuration).")] = None,
+    package: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="The package on the index (default: the manifest's [upstream].package).")] = None,
+    since: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="Only versions after this one (default: after the last validated).")] = None,
+    ledger: Ledger = Path("carry-ledger.json"),
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """The releases and branch heads a series has not been validated against, oldest first.
+
+    Example: carry releases mamba-sparse-retention --repo ../vllm --json
+    """
+    from carry import releases as rel
+    from carry import series, views
+    from carry.git import Repo
+
+    s = series.find(_root(series_dir), name)
+    views.show_releases(rel.run(s, Repo.open(repo), ledger, index_url, package, since), json)
 
 
 from carry import cli_start  # noqa: E402,F401 - registers init and status on `app`

@@ -109,3 +109,80 @@ def markdown(result: JobResult) -> str:
         lines.append(f"| {r.series} | {r.target} | {rebase_cell} | {drops} | "
                      f"{r.validate}: {r.summary} |")
     return "\n".join(lines) + "\n"
+
+
+# -- one cell at a time: the matrix and its cells -------------------------------------------
+
+
+def matrix(root: Path, repo: Repo, ledger_path: Path, force: bool) -> tuple[
+        list[dict[str, str]], list[str]]:
+    """The cells (series, target, ref) the ledger does not hold yet, and one note per series
+    that has nothing to run (no targets, or no patches)."""
+    from carry import ledger, releases
+
+    held = ledger.load(ledger_path)
+    cells: list[dict[str, str]] = []
+    notes: list[str] = []
+    for s in seriesmod.list_series(root):
+        if not s.manifest.targets:
+            notes.append(f"{s.name}: no targets in its manifest")
+            continue
+        if not s.patches():
+            notes.append(f"{s.name}: no patches imported")
+            continue
+        for r in releases.pending(s, repo, held, None):
+            if r.status == "pending" or (force and r.status == "validated"):
+                cells.append({"series": s.name, "target": r.target, "ref": r.ref})
+            elif r.status == "missing":
+                notes.append(f"{s.name}: target {r.target} ({r.ref}) is not in the repository")
+    return cells, notes
+
+
+def run_cell(root: Path, name: str, target: str, ref: str | None, repo: Repo, engine: str,
+             python: str | None, fetch: bool, out: Path, ledger_path: Path,
+             force: bool) -> JobResult:
+    """One cell: rebase onto the target's ref, validate, and append the outcome to the ledger.
+    A cell the ledger already holds is skipped (exit 0) unless forced."""
+    from carry import ledger
+
+    s = seriesmod.find(root, name)
+    t = s.manifest.target(target)
+    ref = ref or t.ref
+    if not ref:
+        raise CarryError(f"target {target} of {name} names tags; pass the tag with --ref",
+                         hint=f"carry ci matrix lists the cells, e.g. --ref {t.tags}")
+    upstream = repo.rev_parse(ref)
+    held = ledger.load(ledger_path).holds(name, target, upstream)
+    if held is not None and not force:
+        row = Row(name, target, ref, "skipped", validate=f"ledger: {held.outcome}",
+                  summary=f"validated at {held.time}; --force runs it again")
+        return JobResult("passed", [row], str(out))
+    result = run(root, [name], repo, [], [ref], engine, python, fetch, out)
+    for row in result.rows:
+        row.target = target
+        tree = repo.rev_parse(row.head, "tree") if row.head else ""
+        ledger.append(ledger_path, ledger.Record(
+            name, s.manifest.version, target, ref, upstream, tree, _plan_hash(s),
+            s.manifest.test.image.partition("@")[2], _outcome(row), _now()))
+    return result
+
+
+def _outcome(row: Row) -> str:
+    if row.rebase != "applied":
+        return row.rebase
+    return "passed" if row.validate.endswith("passed") else (
+        "error" if row.validate == "error" else "failed")
+
+
+def _plan_hash(s: seriesmod.Series) -> str:
+    import hashlib
+    from dataclasses import asdict
+
+    plan = json.dumps(asdict(s.manifest.test), sort_keys=True).encode()
+    return hashlib.sha256(plan).hexdigest()[:16]
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

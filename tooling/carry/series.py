@@ -42,6 +42,7 @@ class Repository:
     url: str = ""
     remote: str = ""
     branch: str = ""
+    package: str = ""  # the package-index name of its releases (vLLM: "vllm")
 
 
 @dataclass
@@ -59,6 +60,7 @@ class Target:
     tags: str = ""
     latest: int = 1
     kind: str = ""  # informational: main | release | dev
+    prereleases: bool = False  # tag targets: also rc/dev/alpha/beta versions
 
 
 @dataclass
@@ -398,7 +400,8 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
         raise b.fail("commit", "a hex commit id", m.base.commit)
     for t in r.subs("target"):
         target = Target(name=t.text("name", required=True), ref=t.text("ref"), tags=t.text("tags"),
-                        latest=t.get("latest", int, 1), kind=t.text("kind"))
+                        latest=t.get("latest", int, 1), kind=t.text("kind"),
+                        prereleases=t.get("prereleases", bool, False))
         if bool(target.ref) == bool(target.tags):
             raise t.fail("ref", "exactly one of 'ref' or 'tags'", target.ref or None)
         m.targets.append(target)
@@ -448,7 +451,7 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
 
 def _repository(r: _Reader) -> Repository:
     return Repository(repo=r.text("repo"), url=r.text("url"), remote=r.text("remote"),
-                      branch=r.text("branch"))
+                      branch=r.text("branch"), package=r.text("package"))
 
 
 # -- saving ------------------------------------------------------------------------------------

@@ -311,3 +311,23 @@ def show_status(r: Any, as_json: bool) -> None:
         elif r.repo:
             render.say("  no validation in this repository yet")
     return None
+
+
+def show_releases(rows: list[Any], as_json: bool) -> None:
+    if as_json:
+        return render.emit_json({"releases": rows})
+    render.table("releases, oldest first", ["series", "target", "version", "ref", "commit",
+                                            "status"],
+                 [[r.series, r.target, r.version or "-", r.ref or "-", _short(r.commit),
+                   r.status] for r in rows])
+    return None
+
+
+def show_matrix(cells: list[dict[str, str]], notes: list[str]) -> None:
+    """The matrix alone on stdout (GitHub reads every top-level key as a dimension), notes on
+    stderr."""
+    import json
+
+    for n in notes:
+        render.warn(n)
+    print(json.dumps({"include": cells}, separators=(",", ":")))

@@ -1,0 +1,103 @@
+"""The ledger: what the CI job already validated, kept between runs by the workflow.
+
+A hosted runner starts from nothing, so the results cache in a clone's `.git` is gone on every
+run. The ledger is the small file the workflow keeps (see ci/README.md): one record per
+(series, version, target, upstream commit, result tree, plan, image, outcome, time). A run
+skips a cell whose (series, target, upstream commit) the ledger holds, unless forced.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from carry.errors import CarryError
+from carry.validate.cache import write_atomic
+
+SCHEMA = 1
+DEFAULT = Path("carry-ledger.json")
+
+
+@dataclass(frozen=True)
+class Record:
+    series: str
+    version: int  # the series version that was validated
+    target: str  # the manifest target name
+    ref: str  # the tag or branch that target resolved to
+    upstream: str  # the commit the series was replayed onto
+    tree: str  # the result tree ("" when the rebase stopped)
+    plan: str  # hash of the test plan
+    image: str  # the image digest ("" for a local engine)
+    outcome: str  # passed | failed | conflict | error
+    time: str  # ISO 8601, UTC
+
+
+@dataclass
+class Ledger:
+    path: Path
+    records: list[Record]
+
+    def holds(self, series: str, target: str, upstream: str) -> Record | None:
+        for r in reversed(self.records):
+            if (r.series, r.target, r.upstream) == (series, target, upstream):
+                return r
+        return None
+
+    def for_target(self, series: str, target: str) -> list[Record]:
+        return [r for r in self.records if (r.series, r.target) == (series, target)]
+
+
+def load(path: Path) -> Ledger:
+    """A missing ledger is an empty one; a ledger that does not parse is refused, never reset,
+    so a corrupted cache cannot make the job forget and re-validate everything silently."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Ledger(path, [])
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CarryError(f"cannot read the ledger {path}: {exc}") from None
+    try:
+        data = json.loads(raw)
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise ValueError(f"expected an object with schema {SCHEMA}")
+        records = [_record(r) for r in data["records"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CarryError(f"the ledger {path} is not a carry ledger: {exc}",
+                         hint="restore it from the workflow cache, or move it away to start "
+                              "over") from None
+    return Ledger(path, records)
+
+
+def _record(raw: Any) -> Record:
+    names = {f.name: f.type for f in fields(Record)}
+    if not isinstance(raw, dict) or set(raw) != set(names):
+        raise ValueError(f"a record must have exactly the keys {', '.join(sorted(names))}")
+    if not isinstance(raw["version"], int) or not all(
+            isinstance(raw[k], str) for k in names if k != "version"):
+        raise ValueError("a record's version is a number and its other fields are strings")
+    return Record(**raw)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Two cells on one machine append in turn; neither loses the other's record."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def append(path: Path, record: Record) -> None:
+    with _locked(path):
+        ledger = load(path)
+        rows = [asdict(r) for r in [*ledger.records, record]]
+        write_atomic(path, {"schema": SCHEMA, "records": rows})

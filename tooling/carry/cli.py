@@ -344,7 +344,7 @@ def supersede(
     views.show_supersede(result, json)
 
 
-ci_app = typer.Typer(help="The CI job: the whole job, its matrix, or one cell.")
+ci_app = typer.Typer()
 app.add_typer(ci_app, name="ci")
 Ledger = Annotated[Path, typer.Option(
     "--ledger", envvar="CARRY_LEDGER", help="The file of what was validated (ci/README.md).")]
@@ -399,7 +399,9 @@ def ci_matrix(
     force: Annotated[bool, typer.Option(help="List cells the ledger holds too.")] = False,
     series_dir: SeriesDir = None,
 ) -> None:
-    """Print the GitHub Actions matrix: series x targets the ledger does not hold.
+    """Print the GitHub Actions matrix of pending cells.
+
+    One cell per series and target ref that the ledger does not hold yet.
 
     Example: carry ci matrix --repo ../vllm --ledger carry-ledger.json
     """
@@ -425,7 +427,9 @@ def ci_run(
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """Run one matrix cell: rebase, validate, append the outcome to the ledger.
+    """Run one matrix cell and record it.
+
+    Rebase onto the ref, validate, append the outcome to the ledger.
 
     Example: carry ci run mamba-sparse-retention upstream-release --ref v0.34.0 --repo ../vllm
     """
@@ -452,7 +456,10 @@ def releases(
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """The releases and branch heads a series has not been validated against, oldest first.
+    """Releases and branch heads not validated yet.
+
+    Oldest first: every tag since the last validated, index releases (yanked ones marked,
+    those whose tag is not fetched yet as waiting), and each dev branch head.
 
     Example: carry releases mamba-sparse-retention --repo ../vllm --json
     """

@@ -161,7 +161,7 @@ carry check demo | grep -F "patches not imported yet: 2 expected" >/dev/null || 
 
 step "carry import demo --repo fork --branch dev"
 carry import demo --repo "$work/fork" --branch dev
-[ "$(ls "$series/demo/patches" | wc -l)" -eq 4 ] || fail "expected 4 patch files"
+[ "$(find "$series/demo/patches" -name "*.patch" | wc -l)" -eq 4 ] || fail "expected 4 patch files"
 before=$(cd "$series" && find . -type f -exec sha1sum {} + | sort)
 carry import demo --repo "$work/fork" --branch dev | grep -F "unchanged at v1" >/dev/null \
   || fail "re-import changed the series"
@@ -184,7 +184,7 @@ git -C "$work/upstream" fetch -q "$work/fork" dev:fork-dev
 carry apply demo --repo "$work/upstream" --onto v1.0 --branch carried
 cd "$work/upstream"
 git log --format='%h %an <%ae> %ad%n    %s%n%w(0,4,4)%(trailers:only)' --date=iso v1.0..carried
-[ "$(git rev-parse carried^{tree})" = "$(git rev-parse fork-dev^{tree})" ] || fail "tree"
+[ "$(git rev-parse 'carried^{tree}')" = "$(git rev-parse 'fork-dev^{tree}')" ] || fail "tree"
 [ "$(git log --format='%an|%ae|%ad|%B' carried)" = \
   "$(git log --format='%an|%ae|%ad|%B' fork-dev)" ] || fail "authors, dates or messages"
 [ "$(git log -1 --format='%cn' carried)" = "C O Mitter" ] || fail "committer"

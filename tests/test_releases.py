@@ -5,6 +5,8 @@ tag is not there yet), and the real CLI."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -18,6 +20,7 @@ from carry.series import Target
 from tests.conftest import CommitBuilder, git, run_carry
 from tests.validate import synthetic
 
+CI = Path(__file__).resolve().parents[1] / "ci"
 FILES = [
     {"filename": "calc-1.tar.gz", "yanked": False},
     {"filename": "calc-2.tar.gz"},
@@ -189,3 +192,27 @@ def test_ci_matrix_reports_a_series_without_targets(project: CommitBuilder,
                             "--ledger", str(tmp_path / "l.json"))
     assert code == 0 and json.loads(out) == {"include": []}
     assert "good: no targets" in err
+
+
+def test_merge_ledger_folds_cells_and_plan_script_writes_outputs(
+        project: CommitBuilder, series_root: Path, tmp_path: Path) -> None:
+    main, a, b = tmp_path / "main.json", tmp_path / "a.json", tmp_path / "b.json"
+    _ledger(main, project, "v1")
+    _ledger(a, project, "v1")
+    _ledger(b, project, "v2")
+    r = run_carry("ci", "merge-ledger", "--ledger", str(main), str(a), str(b))
+    assert r.code == 0 and "1 new record(s)" in r.out, r.err
+    assert [x["ref"] for x in json.loads(main.read_text())["records"]] == ["v1", "v2"]
+    b.write_text("[]")
+    r = run_carry("ci", "merge-ledger", "--ledger", str(main), str(b))
+    assert r.code == 2 and len(r.err.splitlines()) == 1
+    assert [x["ref"] for x in json.loads(main.read_text())["records"]] == ["v1", "v2"]
+    out = tmp_path / "github_output"
+    env = dict(os.environ, CARRY_SERIES_DIR=str(series_root), CARRY_LEDGER=str(main),
+               GITHUB_OUTPUT=str(out), PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    proc = subprocess.run(["bash", str(CI / "plan.sh"), str(project.path), ""], env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    lines = dict(line.split("=", 1) for line in out.read_text().splitlines())
+    assert lines["any"] == "true"
+    assert [c["ref"] for c in json.loads(lines["matrix"])["include"]] == ["v3", "main"]

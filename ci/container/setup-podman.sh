@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # Install podman with runc and point it at carry's containers.conf.
 # Meant to be sourced (`source ci/container/setup-podman.sh`) so that CONTAINERS_CONF stays
 # exported for the tests; running it as a script also works and prints the export line.

@@ -442,6 +442,21 @@ def ci_run(
     raise typer.Exit(result.exit_code)
 
 
+@ci_app.command("merge-ledger")
+def ci_merge_ledger(
+    others: Annotated[list[Path], typer.Argument(help="Ledgers written by matrix cells.")],
+    ledger: Ledger = Path("carry-ledger.json"),
+) -> None:
+    """Fold the cells' ledgers into one.
+
+    Example: carry ci merge-ledger --ledger carry-ledger.json cells/*/carry-ledger.json
+    """
+    from carry import ledger as ledgermod
+    from carry import render
+
+    render.say(f"{ledgermod.merge(ledger, others)} new record(s) in {ledger}")
+
+
 @app.command()
 def releases(
     name: Name,

@@ -101,3 +101,20 @@ def append(path: Path, record: Record) -> None:
         ledger = load(path)
         rows = [asdict(r) for r in [*ledger.records, record]]
         write_atomic(path, {"schema": SCHEMA, "records": rows})
+
+
+def merge(path: Path, others: list[Path]) -> int:
+    """Fold the ledgers that matrix cells wrote on separate runners into one; returns how many
+    records were new. Records are facts, so the union (oldest first) is the merge."""
+    with _locked(path):
+        mine = load(path)
+        seen = set(mine.records)
+        added: list[Record] = []
+        for other in others:
+            for r in load(other).records:
+                if r not in seen:
+                    seen.add(r)
+                    added.append(r)
+        rows = sorted([*mine.records, *added], key=lambda r: r.time)
+        write_atomic(path, {"schema": SCHEMA, "records": [asdict(r) for r in rows]})
+    return len(added)

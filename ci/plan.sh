@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The matrix job's first step: print the pending cells as GitHub outputs `matrix` and `any`.
+#   ci/plan.sh REPO [--force]
+set -euo pipefail
+repo=${1:?usage: ci/plan.sh REPO [--force]}
+shift
+args=()
+for a in "$@"; do [ -n "$a" ] && args+=("$a"); done
+matrix=$(python3 -m carry ci matrix --repo "$repo" --ledger "${CARRY_LEDGER:-carry-ledger.json}" "${args[@]}")
+any=false
+case "$matrix" in *'"series"'*) any=true ;; esac
+echo "cells: $matrix"
+if [ -n "${GITHUB_OUTPUT:-}" ]; then
+  { echo "matrix=$matrix"; echo "any=$any"; } >> "$GITHUB_OUTPUT"
+fi

@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -461,7 +462,8 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
             if stop is None:
                 _finish(series, r, result, t, ref, old, opts.refresh)
             else:
-                _stop(series, r, result, t, ref, old, opts.refresh, head, stop, paths)
+                with _WORKTREES:  # worktree add/remove/prune of two targets must not interleave
+                    _stop(series, r, result, t, ref, old, opts.refresh, head, stop, paths)
             return result
         except CarryError as exc:
             return TargetResult(series.name, t.name, t.ref, t.sha, "failed", "", [],
@@ -507,7 +509,7 @@ def _stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarg
                    str(wt), paths)
     path = _state_path(repo, series.name, target.slug)
     _write_state(path, state)
-    _remove_worktree(repo, wt)
+    _remove_worktree(repo, wt, tidy=False)
     wt.parent.mkdir(parents=True, exist_ok=True)
     conflicted = repo.worktree_add(wt, head).cherry_pick_no_commit(step.source)
     state["paths"] = conflicted or paths
@@ -519,12 +521,17 @@ def _stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarg
                                      step.subject, state["paths"], series.manifest.upstream.repo))
 
 
-def _remove_worktree(repo: Repo, wt: Path) -> None:
+_WORKTREES = threading.Lock()
+
+
+def _remove_worktree(repo: Repo, wt: Path, tidy: bool = True) -> None:
+    """`tidy` also removes the emptied NAME/ and REPO.carry/ folders; a stop must not, since
+    other targets of the same run are making their worktrees there at the same time."""
     if wt.exists() or (repo.common_dir / "worktrees").exists():
         repo.worktree_remove(wt)
     shutil.rmtree(wt, ignore_errors=True)
     repo.run("worktree", "prune", check=False)
-    for empty in (wt.parent, wt.parent.parent):  # NAME/ and REPO.carry/, once unused
+    for empty in (wt.parent, wt.parent.parent) if tidy else ():
         with contextlib.suppress(OSError):
             empty.rmdir()
 

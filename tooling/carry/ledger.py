@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +42,12 @@ class Record:
 class Ledger:
     path: Path
     records: list[Record]
+    _index: dict[tuple[str, str, str], Record] | None = field(default=None, repr=False)
 
     def holds(self, series: str, target: str, upstream: str) -> Record | None:
-        for r in reversed(self.records):
-            if (r.series, r.target, r.upstream) == (series, target, upstream):
-                return r
-        return None
+        if self._index is None:  # built once: a late watcher asks about hundreds of tags
+            self._index = {(r.series, r.target, r.upstream): r for r in self.records}
+        return self._index.get((series, target, upstream))
 
     def for_target(self, series: str, target: str) -> list[Record]:
         return [r for r in self.records if (r.series, r.target) == (series, target)]

@@ -179,7 +179,8 @@ def _version(text: str) -> Version:
 def _tag_releases(series: Series, repo: Repo, ledger: Ledger, t: Target,
                   index: list[IndexRelease], floor: Version | None) -> list[Release]:
     name = series.name
-    tags = {v: tag for tag in repo.version_tags(t.tags)
+    commits = _tag_commits(repo, t.tags)
+    tags = {v: tag for tag in commits
             if (v := _tag_version(t.tags, tag)) is not None
             and (t.prereleases or not v.is_prerelease)}
     if floor is None:
@@ -191,7 +192,7 @@ def _tag_releases(series: Series, repo: Repo, ledger: Ledger, t: Target,
     yanked = {r.version for r in index if r.yanked}
     rows: list[Release] = []
     for v in chosen:
-        commit = repo.rev_parse(tags[v])
+        commit = commits[tags[v]]
         status = ("yanked" if v in yanked else
                   "validated" if ledger.holds(name, t.name, commit) else "pending")
         rows.append(Release(name, t.name, t.kind, str(v), tags[v], commit, status))
@@ -202,6 +203,18 @@ def _tag_releases(series: Series, repo: Repo, ledger: Ledger, t: Target,
             rows.append(Release(name, t.name, t.kind, str(r.version), "", "",
                                 "waiting for the tag"))
     return sorted(rows, key=lambda r: Version(r.version))
+
+
+def _tag_commits(repo: Repo, pattern: str) -> dict[str, str]:
+    """Every matching tag and the commit it names, in one process (not one per tag: a
+    watcher that starts late sees hundreds)."""
+    rows = repo.for_each_ref(f"refs/tags/{pattern}",
+                             "%(refname:strip=2) %(objectname) %(*objectname)")
+    out: dict[str, str] = {}
+    for row in rows:
+        name, obj, peeled = (row.split(" ") + [""])[:3]
+        out[name] = peeled or obj
+    return out
 
 
 def _branch_release(series: Series, repo: Repo, ledger: Ledger, t: Target) -> Release:

@@ -3,8 +3,9 @@
 
 The repository gets --tags release tags `v1.0.N` (one commit each, made with one
 `git fast-import`), a `main` branch and a one-patch series whose ledger holds only the oldest
-tag, so every later tag is pending: the worst case for a watcher that starts late. `carry --version` is
-timed too: the cost of starting Python and carry at all. The tag names carry lists must equal the ones `git ls-remote --tags` lists past that first tag.
+tag, so every later tag is pending: the worst case for a watcher that starts late.
+`carry --version` is timed too: the cost of starting Python and carry at all. The tag names
+carry lists must equal the ones `git ls-remote --tags` lists past that first tag.
 
 Usage: python bench/bench_releases.py [--tags 500 --repeat 5]
 """

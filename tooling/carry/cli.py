@@ -493,6 +493,11 @@ def main() -> None:
     # typer 0.28 (pinned in pyproject) vendors click, so `click` itself need not be installed.
     from typer._click.exceptions import ClickException
 
+    from carry import redact
+
+    redact.register_env()
+    sys.stdout = redact.Scrubbed(sys.stdout)  # type: ignore[assignment]
+    sys.stderr = redact.Scrubbed(sys.stderr)  # type: ignore[assignment]
     try:
         code = app(standalone_mode=False)
     except CarryError as exc:
@@ -500,12 +505,13 @@ def main() -> None:
         if "--json" in sys.argv[1:]:  # a script reading stdout gets the error there too
             import json
 
-            json.dump({"error": " ".join(str(exc).split()), "hint": exc.hint,
-                       "exit": exc.exit_code}, sys.stdout)
-            print()
+            print(json.dumps({"error": " ".join(str(exc).split()), "hint": exc.hint,
+                              "exit": exc.exit_code}))
         sys.exit(exc.exit_code)
     except ClickException as exc:
-        exc.show()
+        # One line, as every other error: click's usage block is what --help is for.
+        print(f"carry: error: {' '.join(exc.format_message().split())} "
+              "(hint: carry --help, or carry COMMAND --help)", file=sys.stderr)
         sys.exit(exc.exit_code)
     except typer.Abort:
         sys.exit(130)

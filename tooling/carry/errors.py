@@ -13,8 +13,10 @@ class CarryError(Exception):
         self.hint = hint
 
     def line(self) -> str:
+        from carry.redact import scrub
+
         msg = " ".join(str(self).split())
-        return f"{msg} (hint: {self.hint})" if self.hint else msg
+        return scrub(f"{msg} (hint: {self.hint})" if self.hint else msg)
 
 
 class ConflictStop(CarryError):

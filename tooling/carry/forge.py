@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from carry import redact
 from carry.errors import CarryError
 
 DEFAULT_API = "https://api.github.com"
@@ -54,6 +55,7 @@ def token_from_env(var: str = "GITHUB_TOKEN") -> str:
     if not value:
         raise CarryError(f"no GitHub token: ${var} is not set",
                          hint=f"export {var}=... or pass --token-env NAME")
+    redact.register(value)
     return value
 
 
@@ -142,15 +144,15 @@ class Forge:
         repo = self._repo(full_name)
         return self._call(
             f"a new pull request in {full_name}",
-            lambda: _pull(repo.create_pull(title=title, body=body, head=head, base=base,
-                                           draft=draft)))
+            lambda: _pull(repo.create_pull(title=redact.scrub(title), body=redact.scrub(body),
+                                           head=head, base=base, draft=draft)))
 
     def edit_pull(self, full_name: str, number: int, **fields: str) -> PullInfo:
         repo = self._repo(full_name)
 
         def edit() -> PullInfo:
             pr = repo.get_pull(number)
-            pr.edit(**fields)
+            pr.edit(**{k: redact.scrub(v) for k, v in fields.items()})
             return _pull(repo.get_pull(number))
 
         return self._call(f"pull request {full_name}#{number}", edit)
@@ -166,7 +168,7 @@ class Forge:
         repo = self._repo(full_name)
 
         def post() -> CommentInfo:
-            c = repo.get_issue(number).create_comment(body)
+            c = repo.get_issue(number).create_comment(redact.scrub(body))
             return CommentInfo(c.id, c.body or "", c.user.login)
 
         return self._call(f"a comment on {full_name}#{number}", post)

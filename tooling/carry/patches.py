@@ -94,7 +94,9 @@ def parse(number: int, file: str, data: bytes) -> Patch:
 
 
 def load(path: Path, number: int) -> Patch:
-    return parse(number, path.name, path.read_bytes())
+    from carry.series import PatchFile
+
+    return parse(number, path.name, PatchFile(number, path).read())
 
 
 def am_message(headers: dict[str, str], body: bytes) -> bytes:

@@ -11,9 +11,11 @@ has it), so a reader never sees half of a version and a crash never loses the ol
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
+import stat
 import tempfile
 import tomllib
 from dataclasses import dataclass, field
@@ -174,7 +176,10 @@ class PatchFile:
         return self.path.name
 
     def read(self) -> bytes:
-        return self.path.read_bytes()
+        data = read_regular(self.path)
+        if data is None:
+            raise CarryError(f"{self.path}: vanished while carry was reading the series")
+        return data
 
 
 @dataclass
@@ -264,13 +269,49 @@ def find(root: Path, name: str) -> Series:
     return load(d)
 
 
+def read_regular(path: Path) -> bytes | None:
+    """The bytes of a regular file, None when it is absent. A symlink is refused, dangling or
+    not: a series is published (PR bodies, patches), so a `cover.md` linked to
+    /proc/self/environ or to a file outside the series must never be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CarryError(f"{path}: is a symbolic link; carry reads only regular files "
+                             "inside a series directory",
+                             hint="replace the link with the file itself") from None
+        raise CarryError(f"{path}: cannot read: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise CarryError(f"{path}: not a regular file")
+        return fh.read()
+
+
+def _refuse_link(path: Path) -> None:
+    if path.is_symlink():
+        raise CarryError(f"{path}: is a symbolic link; carry follows no link out of a series "
+                         "directory", hint="replace the link with the directory itself")
+
+
+def _text(path: Path) -> str | None:
+    data = read_regular(path)
+    try:
+        return None if data is None else data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ManifestError(f"{path}: not UTF-8") from None
+
+
 def list_patches(pdir: Path) -> list[PatchFile]:
+    _refuse_link(pdir)
     if not pdir.is_dir():
         return []
     out = []
     for p in sorted(pdir.iterdir()):
         if p.name.startswith("."):
             continue
+        _refuse_link(p)
         m = PATCH_NAME.match(p.name)
         if not m:
             raise CarryError(f"{p}: not a patch file name (expected NNNN-slug.patch)")
@@ -361,21 +402,19 @@ def _describe(kind: type) -> str:
 
 def load(root: Path) -> Series:
     path = root / MANIFEST
+    _refuse_link(root)
+    text = _text(path)
+    if text is None:
+        raise CarryError(f"{path}: no manifest")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CarryError(f"{path}: no manifest") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"{path}: not valid TOML: {exc}") from None
-    except UnicodeDecodeError:
-        raise ManifestError(f"{path}: not UTF-8") from None
     manifest = parse_manifest(path, data)
     if manifest.name != root.name:
         raise ManifestError(f"{path}: key 'name': expected {root.name!r} (the directory), "
                             f"got {manifest.name!r}")
-    cover_path = root / COVER
-    cover = cover_path.read_text(encoding="utf-8") if cover_path.exists() else ""
-    series = Series(root, manifest, cover)
+    series = Series(root, manifest, _text(root / COVER) or "")
     series.patches()  # validates the file names
     return series
 
@@ -522,10 +561,10 @@ def write_series(
     for fname in new_patches:
         if not PATCH_NAME.match(fname):
             raise CarryError(f"{root}: cannot write {fname!r}: not a NNNN-slug.patch name")
-    old_cover_path = root / COVER
-    old_cover = old_cover_path.read_text(encoding="utf-8") if old_cover_path.exists() else None
+    _refuse_link(root)
+    old_cover = _text(root / COVER)
     new_cover = old_cover if cover is None else cover
-    old_manifest = (root / MANIFEST).read_text("utf-8") if (root / MANIFEST).exists() else None
+    old_manifest = _text(root / MANIFEST)
     if (old_manifest, old_patches, old_cover) == (manifest_text, new_patches, new_cover):
         return False
     root.parent.mkdir(parents=True, exist_ok=True)
@@ -553,6 +592,10 @@ def save_manifest(series: Series) -> bool:
 
 
 def _copy(src: Path, dst: Path) -> None:
+    """Other files of the series move with it; a link among them is refused, never followed,
+    so a rewrite cannot copy a file or folder from outside into the series."""
+    for p in [src, *(src.rglob("*") if src.is_dir() and not src.is_symlink() else ())]:
+        _refuse_link(p)
     if src.is_dir():
         shutil.copytree(src, dst)
     else:

@@ -496,8 +496,8 @@ def main() -> None:
     from carry import redact
 
     redact.register_env()
-    sys.stdout = redact.Scrubbed(sys.stdout)  # type: ignore[assignment]
-    sys.stderr = redact.Scrubbed(sys.stderr)  # type: ignore[assignment]
+    sys.stdout = redact.Scrubbed(sys.stdout)
+    sys.stderr = redact.Scrubbed(sys.stderr)
     try:
         code = app(standalone_mode=False)
     except CarryError as exc:

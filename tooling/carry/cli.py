@@ -28,7 +28,18 @@ SeriesDir = Annotated[
     typer.Option("--series-dir", envvar="CARRY_SERIES_DIR", show_envvar=True,
                  help="Where the series live (default: series/ of this checkout)."),
 ]
-Name = Annotated[str, typer.Argument(help="The series name, a directory under series/.")]
+def _name(value: str | None) -> str | None:
+    """Names are checked where they are parsed: a bad one never reaches a path."""
+    from carry.series import check_name
+
+    try:
+        return value if value is None else check_name(value)
+    except CarryError as exc:
+        raise typer.BadParameter(exc.line()) from None
+
+
+Name = Annotated[str, typer.Argument(callback=_name,
+                                     help="The series name, a directory under series/.")]
 RepoPath = Annotated[str, typer.Option("--repo", help="Path of the git repository to work in.")]
 
 

@@ -261,8 +261,21 @@ def scan(root: Path) -> Listing:
     return out
 
 
+NAME_RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def check_name(name: str) -> str:
+    """One rule for every command: a series name is one plain path component, so that no name
+    (`../x`, `/abs`, `-x`, a 300-character one) reaches outside --series-dir or git's options."""
+    if not NAME_RULE.fullmatch(name) or name.endswith((".lock", ".")) or ".." in name:
+        shown = name if len(name) <= 40 else name[:40] + "..."
+        raise CarryError(f"{shown!r} is not a series name: use letters, digits, '.', '_' and "
+                         "'-', starting with a letter or digit, at most 100 characters")
+    return name
+
+
 def find(root: Path, name: str) -> Series:
-    d = root / name
+    d = root / check_name(name)
     if not (d / MANIFEST).exists():
         known = ", ".join(s.name for s in list_series(root)) or "none"
         raise CarryError(f"unknown series {name!r} in {root} (known: {known})")
@@ -554,6 +567,7 @@ def write_series(
 
     `patches` maps file names to bytes and replaces the patch set; None keeps the current one.
     """
+    check_name(root.name)
     manifest_text = dump_manifest(manifest)
     parse_manifest(root / MANIFEST, tomllib.loads(manifest_text))  # never write what we can't read
     old_patches = {p.name: p.read() for p in list_patches(root / PATCH_DIR)}

@@ -218,7 +218,7 @@ def test_merges_and_empty_commits_are_refused(upstream: CommitBuilder,
 
 def test_bad_series_name(upstream: CommitBuilder, series_root: Path) -> None:
     _fork(upstream)
-    with pytest.raises(CarryError, match="bad series name"):
+    with pytest.raises(CarryError, match="not a series name"):
         importer.run(series_root, "Bad Name", str(upstream.path), rng="base..feature")
 
 

@@ -58,7 +58,7 @@ def test_init_reads_remotes_tags_and_dev_branch(tmp_path: Path, upstream: Commit
     bad = run_carry("init", "other", "--upstream", "widget", "--fork", "me/widget",
                     "--series-dir", str(series_root))
     assert bad.code == 2 and "OWNER/REPO" in bad.err
-    for name, where, text in (("../evil", series_root, "bad series name"),
+    for name, where, text in (("../evil", series_root, "not a series name"),
                               ("x", series_root / "fix" / "series.toml", "not a directory")):
         r = run_carry("init", name, "--upstream", "a/b", "--fork", "c/b", "--series-dir",
                       str(where))

@@ -79,9 +79,8 @@ def run(
     pr: int | None = None, base_ref: str | None = None, title: str | None = None,
     today: str | None = None,
 ) -> ImportResult:
+    seriesmod.check_name(name)
     existing = seriesmod.find(root, name) if (root / name / seriesmod.MANIFEST).exists() else None
-    if not seriesmod.NAME_RE.match(name):
-        raise CarryError(f"bad series name {name!r}: use lower-case letters, digits, '.', '-'")
     with tempfile.TemporaryDirectory(prefix="carry-import-") as tmp:
         repo = open_source(source, Path(tmp))
         try:

@@ -109,8 +109,7 @@ def build(name: str, upstream: str, fork: str, repo: Repo | None, dev_branch: st
 
 def run(root: Path, name: str, upstream: str, fork: str, repo_path: str | None,
         dev_branch: str = "", base_ref: str = "", title: str = "") -> InitResult:
-    if not seriesmod.NAME_RE.match(name):
-        raise CarryError(f"bad series name {name!r}: use lower-case letters, digits, '.', '-'")
+    seriesmod.check_name(name)
     if root.exists() and not root.is_dir():
         raise CarryError(f"--series-dir {root} is not a directory")
     if (root / name / seriesmod.MANIFEST).exists():

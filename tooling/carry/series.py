@@ -29,7 +29,6 @@ MANIFEST = "series.toml"
 COVER = "cover.md"
 PATCH_DIR = "patches"
 PATCH_NAME = re.compile(r"^(\d{4})-[A-Za-z0-9._-]*\.patch$")
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 T = TypeVar("T")
 
@@ -438,8 +437,10 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
     if schema != SCHEMA:
         raise r.fail("schema", f"{SCHEMA}", schema)
     name = r.text("name", required=True)
-    if not NAME_RE.match(name):
-        raise r.fail("name", "lower-case letters, digits, '.', '_' or '-'", name)
+    try:
+        check_name(name)
+    except CarryError:
+        raise r.fail("name", "a series name (letters, digits, '.', '_', '-')", name) from None
     version = r.get("version", int, 0)
     if version < 0:
         raise r.fail("version", "an integer >= 0", version)

@@ -139,7 +139,7 @@ class Repo:
         # --show-toplevel fails in a bare repository, so ask for the git dir as well.
         out = subprocess.run(
             ["git", "-C", str(p), "rev-parse", "--is-bare-repository", "--absolute-git-dir"],
-            capture_output=True,
+            capture_output=True, stdin=subprocess.DEVNULL,
         )
         if out.returncode != 0:
             raise CarryError(f"not a git repository: {p}")
@@ -147,7 +147,7 @@ class Repo:
         if bare == "true":
             return cls(Path(git_dir).resolve())
         top = subprocess.run(["git", "-C", str(p), "rev-parse", "--show-toplevel"],
-                             capture_output=True)
+                             capture_output=True, stdin=subprocess.DEVNULL)
         if top.returncode != 0:  # inside .git itself
             return cls(Path(git_dir).resolve())
         return cls(Path(top.stdout.decode().strip()).resolve())
@@ -188,6 +188,9 @@ class Repo:
             ["git", *args],
             cwd=str(cwd or self.path),
             input=input,
+            # No git child ever reads carry's stdin: a command that wants input gets `input`,
+            # every other one reads nothing (an open terminal or pipe never hangs it).
+            stdin=None if input is not None else subprocess.DEVNULL,
             capture_output=True,
             env=full_env,
         )
@@ -569,7 +572,8 @@ class Repo:
                "--no-color", "--format=commit %H", "--full-index", "--binary", "--full-diff",
                *revs, "--", *paths]
         with tempfile.TemporaryFile() as err:
-            log = subprocess.Popen(cmd, cwd=str(self.path), stdout=subprocess.PIPE, stderr=err)
+            log = subprocess.Popen(cmd, cwd=str(self.path), stdout=subprocess.PIPE, stderr=err,
+                                   stdin=subprocess.DEVNULL)
             assert log.stdout is not None
             pid = subprocess.run(["git", "patch-id", "--stable"], cwd=str(self.path),
                                  stdin=log.stdout, capture_output=True)
@@ -612,7 +616,8 @@ class Repo:
     def run_many(self, cmds: Sequence[Sequence[str]]) -> list[bytes]:
         """Several git commands at once (stdout of each); a failure raises like `run`."""
         procs = [subprocess.Popen(["git", *c], cwd=str(self.path), stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE) for c in cmds]
+                                  stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+                 for c in cmds]
         if len(procs) == 1:
             results = [procs[0].communicate()]
         else:

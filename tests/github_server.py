@@ -56,6 +56,31 @@ class Comment:
 
 
 @dataclass
+class Fault:
+    """One scripted failure: the next `times` requests whose path matches `path` get it."""
+
+    status: int
+    retry_after: str | None = None
+    times: int = 1
+    path: str = ""
+
+
+FAULT_BODIES = {
+    401: "Bad credentials",
+    403: "You have exceeded a secondary rate limit. Please wait a few minutes before you "
+         "try again. If you reach out to GitHub Support for help, please include the "
+         "request ID 0000:0000:0000000:0000000:00000000.",
+    429: "You have exceeded a secondary rate limit. Please wait a few minutes before you "
+         "try again.",
+    500: "Server Error",
+    502: "Server Error",
+    503: "Service Unavailable",
+    504: "We couldn't respond to your request in time. Sorry about that. Please try "
+         "resubmitting your request and contact us if the problem persists.",
+}
+
+
+@dataclass
 class RepoState:
     full_name: str
     pulls: dict[int, Pull] = field(default_factory=dict)
@@ -74,6 +99,20 @@ class GitHubState:
         self.requests: list[tuple[str, str]] = []
         self.lock = threading.Lock()
         self._comment_id = 1000
+        self.faults: list[Fault] = []
+
+    def fault(self, status: int, times: int = 1, retry_after: str | None = None,
+              path: str = "") -> None:
+        """Script a failure GitHub can answer with (401, secondary 403, 429, 500, 502...)."""
+        self.faults.append(Fault(status, retry_after, times, path))
+
+    def take_fault(self, path: str) -> Fault | None:
+        with self.lock:
+            for f in self.faults:
+                if f.times > 0 and (not f.path or re.search(f.path, path)):
+                    f.times -= 1
+                    return f
+        return None
 
     def repo(self, full_name: str) -> RepoState:
         return self.repos.setdefault(full_name, RepoState(full_name))
@@ -146,6 +185,14 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         with self.state.lock:
             self.state.requests.append((method, path))
+        fault = self.state.take_fault(path)
+        if fault is not None:
+            self.body()  # the request is read whole, as GitHub's front end does
+            headers = {"Retry-After": fault.retry_after} if fault.retry_after else None
+            return self.send(fault.status, {
+                "message": FAULT_BODIES[fault.status],
+                "documentation_url": "https://docs.github.com/rest",
+                "status": str(fault.status)}, headers)
         if not self.guard():
             return
         for pattern, name in _ROUTES:

@@ -45,7 +45,8 @@ def fork(upstream: CommitBuilder, tmp_path: Path) -> CommitBuilder:
 
 
 def _env(gh: github_server.RunningServer, root: Path) -> dict[str, str]:
-    return {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": gh.url, "CARRY_SERIES_DIR": str(root)}
+    return {"GH_TOKEN": "", "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": gh.url,
+            "CARRY_SERIES_DIR": str(root)}
 
 
 def _import_and_apply(fork: CommitBuilder, env: dict[str, str]) -> None:

@@ -284,8 +284,12 @@ ForgeRepo = Annotated[str, typer.Option("--forge-repo",
                                          help="The GitHub repository, owner/name.")]
 ApiUrl = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--api-url", envvar="GITHUB_API_URL", help="GitHub API base URL.")]
-TokenEnv = Annotated[str, typer.Option(
-    "--token-env", help="Environment variable that holds the token (never printed).")]
+TokenEnv = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--token-env", help="Environment variable that holds the token (never printed; "
+    "default: $GH_TOKEN, then $GITHUB_TOKEN).")]
+MaxWait = Annotated[float, typer.Option(
+    "--max-wait", min=0, metavar="SECONDS",
+    help="Longest total wait for GitHub's rate limits and outages before giving up.")]
 
 
 @app.command()
@@ -304,7 +308,8 @@ def pr(
     force: Annotated[bool, typer.Option(help="Open even if patches are missing.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Render, push nothing.")] = False,
     api_url: ApiUrl = None,
-    token_env: TokenEnv = "GITHUB_TOKEN",
+    token_env: TokenEnv = None,
+    max_wait: MaxWait = 60.0,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
@@ -315,12 +320,13 @@ def pr(
     """
     from carry import pr as prmod
     from carry import series, views
+    from carry.forge import Access
     from carry.git import Repo
 
     root = _root(series_dir)
     result = prmod.run([series.find(root, n) for n in names], Repo.open(repo), branch, remote,
-                       base, forge_repo, validation, draft, dry_run, api_url, token_env, title,
-                       force)
+                       base, forge_repo, validation, draft, dry_run,
+                       Access(api_url, token_env, max_wait), title, force)
     views.show_pr(result, json)
 
 
@@ -335,7 +341,8 @@ def supersede(
     base: Annotated[Optional[str], typer.Option(help="Base branch for patch-id matching.")] = None,  # noqa: UP045,E501
     apply: Annotated[bool, typer.Option("--apply", help="Comment and close (default: dry run).")] = False,  # noqa: E501
     api_url: ApiUrl = None,
-    token_env: TokenEnv = "GITHUB_TOKEN",
+    token_env: TokenEnv = None,
+    max_wait: MaxWait = 60.0,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
@@ -347,11 +354,12 @@ def supersede(
     """
     from carry import series, views
     from carry import supersede as supmod
+    from carry.forge import Access
     from carry.git import Repo
 
     result = supmod.run(series.find(_root(series_dir), name), forge_repo, by,
-                        Repo.open(repo) if repo else None, remote, base, apply, api_url,
-                        token_env)
+                        Repo.open(repo) if repo else None, remote, base, apply,
+                        Access(api_url, token_env, max_wait))
     views.show_supersede(result, json)
 
 

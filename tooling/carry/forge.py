@@ -3,11 +3,19 @@
 Every PyGithub failure is turned into a one-line `CarryError` here (bad credentials, rate
 limit, missing repository), so no token, header or traceback reaches the terminal. The token
 comes from the environment only and is never echoed, logged or put in an error.
+
+A scheduled job meets GitHub's throttles, so the answers GitHub documents as "try again" (a
+secondary rate limit, 429, 502/503/504) are retried after the wait the answer names
+(`Retry-After`, else `X-RateLimit-Reset`, else a short backoff), within one total budget
+(`--max-wait`); each retry is one line on stderr, and past the budget the run stops with one
+line. Anything else (401, 404, 422, 500, a primary limit that resets too late) fails at once.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,6 +25,8 @@ from carry import redact
 from carry.errors import CarryError
 
 DEFAULT_API = "https://api.github.com"
+DEFAULT_MAX_WAIT = 60.0
+TOKEN_VARS = ("GH_TOKEN", "GITHUB_TOKEN")  # gh's order
 T = TypeVar("T")
 
 
@@ -50,13 +60,84 @@ def api_url(explicit: str | None = None) -> str:
     return (explicit or os.environ.get("GITHUB_API_URL") or DEFAULT_API).rstrip("/")
 
 
-def token_from_env(var: str = "GITHUB_TOKEN") -> str:
-    value = os.environ.get(var, "").strip()
-    if not value:
-        raise CarryError(f"no GitHub token: ${var} is not set",
-                         hint=f"export {var}=... or pass --token-env NAME")
-    redact.register(value)
-    return value
+def token_from_env(var: str | None = None) -> str:
+    """--token-env NAME, else $GH_TOKEN, else $GITHUB_TOKEN: the order gh reads them in."""
+    names = (var,) if var else TOKEN_VARS
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            redact.register(value)
+            return value
+    shown = " or ".join(f"${n}" for n in names)
+    raise CarryError(f"no GitHub token: {shown} is not set",
+                     hint="export GH_TOKEN=... or pass --token-env NAME")
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Why an answer may be tried again, and after how many seconds."""
+
+    reason: str
+    delay: float
+
+
+def retry_of(exc: Exception, attempt: int, now: float) -> Retry | None:
+    """The wait GitHub asks for, or None when the answer is final. GitHub's rule: honour
+    `Retry-After`; else, with no requests left, wait until `X-RateLimit-Reset`; else back off."""
+    from github import GithubException
+
+    if not isinstance(exc, GithubException):
+        return None
+    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+    message = exc.data.get("message", "") if isinstance(exc.data, dict) else ""
+    after = _seconds(headers.get("retry-after"))
+    reset = _seconds(headers.get("x-ratelimit-reset"))
+    exhausted = headers.get("x-ratelimit-remaining") == "0"
+    backoff = float(min(2 ** (attempt - 1), 30))
+    if exc.status in (502, 503, 504):
+        return Retry(f"{exc.status} (server unavailable)",
+                     after if after is not None else backoff)
+    secondary = exc.status == 403 and (after is not None or _is_secondary(message))
+    if exc.status == 429 or secondary:
+        kind = "secondary rate limit" if secondary else "429 (too many requests)"
+        if after is not None:
+            return Retry(kind, after)
+        if exhausted and reset is not None:
+            return Retry(kind, max(0.0, reset - now))
+        return Retry(kind, 60.0 if secondary else backoff)
+    if exc.status == 403 and exhausted and reset is not None:
+        return Retry("primary rate limit", max(0.0, reset - now))
+    return None
+
+
+def _is_secondary(message: str) -> bool:
+    low = message.lower()
+    return "secondary rate limit" in low or low.endswith((
+        "please retry your request again later.",
+        "please wait a few minutes before you try again."))
+
+
+def _seconds(value: str | None) -> float | None:
+    try:
+        return None if value is None else max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Access:
+    """How to reach GitHub, from the CLI's --api-url, --token-env and --max-wait."""
+
+    api: str | None = None
+    token_env: str | None = None
+    max_wait: float = DEFAULT_MAX_WAIT
+
+    def connect(self) -> Forge:
+        return Forge.connect(api_url(self.api), token_from_env(self.token_env), self.max_wait)
 
 
 @dataclass
@@ -65,9 +146,11 @@ class Forge:
 
     url: str
     _gh: Any = field(repr=False, default=None)
+    max_wait: float = DEFAULT_MAX_WAIT
+    log: Callable[[str], None] = field(repr=False, default=_stderr)
 
     @classmethod
-    def connect(cls, url: str, token: str) -> Forge:
+    def connect(cls, url: str, token: str, max_wait: float = DEFAULT_MAX_WAIT) -> Forge:
         from github import Auth, Github
 
         # github.com asks integrations to space their writes; PyGithub does that by default.
@@ -78,11 +161,10 @@ class Forge:
             seconds_between_requests=0.25 if polite else None,
             seconds_between_writes=1.0 if polite else None,
         )
-        return cls(url, gh)
+        return cls(url, gh, max_wait=max(0.0, max_wait))
 
     def _repo(self, full_name: str) -> Any:
-        with self._errors(f"repository {full_name}"):
-            return self._gh.get_repo(full_name)
+        return self._call(f"repository {full_name}", lambda: self._gh.get_repo(full_name))
 
     @contextmanager
     def _errors(self, what: str) -> Iterator[None]:
@@ -116,8 +198,29 @@ class Forge:
             raise ForgeError(f"cannot reach {self.url}: {exc.strerror or exc}") from None
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
-        with self._errors(what):
-            return fn()
+        """fn(), tried again while GitHub says to and the --max-wait budget lasts."""
+        waited = 0.0
+        attempt = 1
+        while True:
+            with self._errors(what):
+                try:
+                    return fn()
+                except Exception as exc:
+                    retry = retry_of(exc, attempt, time.time())
+                    if retry is None or (retry.reason == "primary rate limit"
+                                         and waited + retry.delay > self.max_wait):
+                        raise
+                    if waited + retry.delay > self.max_wait:
+                        raise ForgeError(
+                            f"GitHub {retry.reason} on {what}: it asks to wait "
+                            f"{retry.delay:.0f} s more, past the {self.max_wait:.0f} s budget "
+                            f"({waited:.0f} s waited over {attempt} attempt(s))",
+                            hint="run again later, or raise --max-wait") from None
+            self.log(f"carry: GitHub {retry.reason} on {what}; retry {attempt} in "
+                     f"{retry.delay:.0f} s ({waited:.0f} of {self.max_wait:.0f} s waited)")
+            time.sleep(retry.delay)
+            waited += retry.delay
+            attempt += 1
 
     # -- pulls -----------------------------------------------------------------------------
 

@@ -80,8 +80,7 @@ def missing_patches(repo: Repo, series_list: list[Series], base: str, head: str)
 
 def run(series_list: list[Series], repo: Repo, branch: str, remote: str, base: str,
         forge_repo: str, report_path: str | None, draft: bool, dry_run: bool,
-        api: str | None, token_env: str, title: str | None = None,
-        force: bool = False) -> PrResult:
+        access: forgemod.Access, title: str | None = None, force: bool = False) -> PrResult:
     if not series_list:
         raise CarryError("name at least one series")
     for s in series_list:
@@ -101,7 +100,7 @@ def run(series_list: list[Series], repo: Repo, branch: str, remote: str, base: s
                       body.title, body.text, dry_run, "would-open", missing=missing)
     if dry_run:
         return result
-    forge = forgemod.Forge.connect(forgemod.api_url(api), forgemod.token_from_env(token_env))
+    forge = access.connect()
     existing = [p for p in forge.open_pulls(forge_repo, base) if p.head == branch]
     repo.push(remote, commit, branch, repo.remote_head(remote, branch))
     if existing:

@@ -95,8 +95,8 @@ def find(series: Series, forge: forgemod.Forge, forge_repo: str, by: int,
 
 
 def run(series: Series, forge_repo: str, by: int, repo: Repo | None, remote: str,
-        base: str | None, apply: bool, api: str | None, token_env: str) -> SupersedeResult:
-    forge = forgemod.Forge.connect(forgemod.api_url(api), forgemod.token_from_env(token_env))
+        base: str | None, apply: bool, access: forgemod.Access) -> SupersedeResult:
+    forge = access.connect()
     forge.pull(forge_repo, by)  # the superseding PR must exist before anything is closed
     candidates = find(series, forge, forge_repo, by, repo, remote, base)
     marker = DONE_MARKER.format(number=by)

@@ -12,6 +12,7 @@ import pytest
 from carry import check as checkmod
 from carry import importer
 from carry import series as seriesmod
+from carry.errors import CarryError
 from tests.conftest import LOGPROBZ, THOR, TOBY, CommitBuilder, git, run_carry
 
 REPO = Path(__file__).resolve().parent.parent
@@ -105,15 +106,19 @@ def test_violations(upstream: CommitBuilder, series_root: Path) -> None:
     assert [p.number for p in report.patches if not p.ok] == [5, 6]
 
 
-def test_unreadable_and_authorless_patches(demo: seriesmod.Series) -> None:
+def test_unreadable_patch_is_bad_input(demo: seriesmod.Series) -> None:
+    demo.patches()[0].path.write_bytes(b"this is not a patch\n")
+    with pytest.raises(CarryError, match="0001-.*not a git format-patch file") as info:
+        checkmod.run(demo)
+    assert info.value.exit_code == 2
+
+
+def test_authorless_patch_is_a_violation(demo: seriesmod.Series) -> None:
     files = demo.patches()
-    files[0].path.write_bytes(b"this is not a patch\n")
     text = files[1].path.read_bytes()
     files[1].path.write_bytes(text.replace(b"From: Toby Mao <toby@example.com>\n", b""))
     report = checkmod.run(demo)
     assert report.status == "violations"
-    ((kind, msg),) = findings(report, 1)
-    assert kind == "violation" and msg.startswith("does not parse: 0001-")
     ((kind, msg),) = findings(report, 2)
     assert kind == "violation" and msg.startswith("no author: ")
     assert report.patches[2].ok and report.patches[3].ok

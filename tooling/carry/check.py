@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 from carry import patches as patchmod
 from carry import trailers as trailermod
-from carry.errors import CarryError
 from carry.git import NULL_SHA, Repo
 from carry.series import Policy, Series
 
@@ -190,9 +189,8 @@ def run(series: Series, against: Repo | None = None) -> CheckReport:
         except patchmod.MissingAuthor as exc:
             report.findings.append(Finding("violation", f"no author: {exc}"))
             continue
-        except CarryError as exc:
-            report.findings.append(Finding("violation", f"does not parse: {exc}"))
-            continue
+        # Any other unreadable or malformed patch is bad input (exit 2), as in apply and
+        # rebase: an audit of a file that is not a whole patch would vouch for nothing.
         loaded.append(patch)
         report.subject, report.origin = patch.subject, patch.origin
         report.author, report.email, report.date = (patch.author.name, patch.author.email,

@@ -30,6 +30,15 @@ _STAT_END = re.compile(
     rb"^---\n(?: [^\n]*\n)*? \d+ files? changed[^\n]*\n\n(?=diff --git )", re.M
 )
 _PATCH_BREAK = re.compile(rb"^(?=diff -|Index: |---)", re.M)
+_SUMMARY = re.compile(rb"^ (\d+) files? changed(?:, (\d+) insertions?\(\+\))?"
+                      rb"(?:, (\d+) deletions?\(-\))?$", re.M)
+_HUNK = re.compile(rb"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_INDEX = re.compile(rb"^index ([0-9a-f]+)\.\.([0-9a-f]+)")
+# What a section may carry instead of hunks: a mode, a rename or copy, an empty file.
+_NO_HUNK_NEEDED = (b"old mode ", b"new mode ", b"new file mode ", b"deleted file mode ",
+                   b"rename from ", b"copy from ", b"similarity index ")
+_EMPTY_BLOBS = ("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+                "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813")
 
 
 class PatchError(CarryError):
@@ -78,6 +87,7 @@ def parse(number: int, file: str, data: bytes) -> Patch:
         b"\ndiff --git " not in diff
     ):
         raise PatchError(f"{file}: the diff is not in git format")
+    check_diff(file, diff)
     verbatim = []
     if _HEADER_AUTHOR in extra:
         author = Ident.parse(extra[_HEADER_AUTHOR].decode("utf-8", "surrogateescape"))
@@ -107,11 +117,12 @@ def am_message(headers: dict[str, str], body: bytes) -> bytes:
 def render(commit: RawCommit, formatted: bytes) -> bytes:
     """Return the patch file for a commit: format-patch bytes, plus exact-value headers if the
     plain file would not give back this commit's author or message."""
-    headers, body, _ = mailinfo(formatted)
+    headers, body, diff = mailinfo(formatted)
     extra: list[tuple[bytes, bytes]] = []
     if am_message(headers, body) != commit.message:
         extra.append((_HEADER_MESSAGE, commit.message))
-        formatted = _safe_body(formatted)
+        formatted, diff = _safe_body(formatted, diff)
+    check_diff(f"commit {commit.sha[:12]}", diff)  # what apply will read: import writes no less
     try:
         seen: Ident | None = _author("patch", headers)
     except PatchError:
@@ -127,25 +138,115 @@ def render(commit: RawCommit, formatted: bytes) -> bytes:
     return formatted[:head_end + 1] + lines + formatted[head_end + 1 :]
 
 
-def _safe_body(formatted: bytes) -> bytes:
+def _safe_body(formatted: bytes, diff: bytes) -> tuple[bytes, bytes]:
     """Indent the body lines that `git mailinfo` would take for the start of the diff.
 
     A message that quotes a diff (`diff --git`, `--- a/x`) would otherwise hand `git apply`
     a broken patch. The exact message is in X-Carry-Message, so only the visible copy changes;
     the result is kept only if mailinfo then finds exactly format-patch's own diff part.
+    Returns the file and the diff mailinfo finds in it.
     """
     head_end = formatted.index(b"\n\n") + 2
     seps = list(_STAT_END.finditer(formatted, head_end))
     if not seps:
-        return formatted
+        return formatted, diff
     sep = seps[-1].start()
     body = _PATCH_BREAK.sub(b" ", formatted[head_end:sep])
     safe = formatted[:head_end] + body + formatted[sep:]
     try:
-        _, _, diff = mailinfo(safe)
+        _, _, safe_diff = mailinfo(safe)
     except GitError:
-        return formatted
-    return safe if diff == formatted[sep:] else formatted
+        return formatted, diff
+    return (safe, safe_diff) if safe_diff == formatted[sep:] else (formatted, diff)
+
+
+@dataclass
+class _Section:
+    name: bytes
+    heads: list[bytes] = field(default_factory=list)
+    hunks: int = 0
+    binary: bool = False
+
+    def promise(self) -> str | None:
+        """What the section's own header says it changes but its body does not carry."""
+        if self.hunks or self.binary:
+            return None
+        index = next((m for h in self.heads if (m := _INDEX.match(h))), None)
+        if index is not None:
+            old, new = (x.decode() for x in index.groups())
+            if not all(_nothing(x) for x in (old, new)):
+                return f"its index line promises a change ({old[:12]}..{new[:12]}) but no hunk"
+            return None
+        if any(h.startswith(_NO_HUNK_NEEDED) for h in self.heads):
+            return None
+        return "it has a header and nothing else"
+
+
+def _nothing(blob: str) -> bool:
+    """No content: the null id or the empty blob (either hash), possibly abbreviated."""
+    return set(blob) == {"0"} or any(e.startswith(blob) for e in _EMPTY_BLOBS)
+
+
+def check_diff(file: str, diff: bytes) -> None:
+    """Refuse a diff that was cut short or whose own header lines promise more than it holds.
+
+    `git apply` takes a patch cut between `---` and its first hunk as an empty change, so such
+    a file would become an empty commit in `apply` and a silent drop in `rebase`. Every hunk
+    must hold the lines its `@@` header counts, every `diff --git` section its change, and
+    the totals must match format-patch's diffstat when there is one.
+    """
+    first = re.search(rb"^diff --git ", diff, re.M)
+    stats = list(_SUMMARY.finditer(diff, 0, first.start() if first else len(diff)))
+    sections: list[_Section] = []
+    plus = minus = hunks = 0
+    # Before the first `diff --git` git apply reads nothing: a message cut at `---` may sit there.
+    lines = diff[first.start() if first else 0:].split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # the end of the last line, not an empty context line
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if line.startswith(b"diff --git "):
+            sections.append(_Section(line[11:].rsplit(b" b/", 1)[-1]))
+        elif (m := _HUNK.match(line)) is not None:
+            hunks += 1
+            old, new = (int(x) if x is not None else 1 for x in m.groups())
+            while old > 0 or new > 0:
+                body = lines[i] if i < len(lines) else None
+                i += 1
+                if body is None or body[:1] not in (b" ", b"-", b"+", b"\\", b""):
+                    raise PatchError(f"{file}: malformed: hunk {hunks} is cut short",
+                                     hint="the patch file was truncated; import it again")
+                kind = body[:1]
+                if kind != b"\\":
+                    old -= kind != b"+"
+                    new -= kind != b"-"
+                    plus += kind == b"+"
+                    minus += kind == b"-"
+            if sections:
+                sections[-1].hunks += 1
+        elif sections and line.startswith((b"GIT binary patch", b"Binary files ")):
+            sections[-1].binary = True
+        elif sections and not sections[-1].hunks and not sections[-1].binary:
+            sections[-1].heads.append(line)
+    for s in sections:
+        why = s.promise()
+        if why:
+            name = s.name.decode("utf-8", "replace")
+            raise PatchError(f"{file}: malformed: {name}: {why}",
+                             hint="the patch file was cut short; import it again")
+    if not sections and not hunks:
+        raise PatchError(f"{file}: malformed: no file changes after the '---' line",
+                         hint="the patch file was cut short; import it again")
+    if stats:
+        want = tuple(int(x or 0) for x in stats[-1].groups())
+        have = (len(sections) or 1, plus, minus)
+        if want != have:
+            raise PatchError(
+                f"{file}: malformed: its diffstat promises {want[0]} file(s), {want[1]} "
+                f"insertion(s), {want[2]} deletion(s); the diff carries {have[0]}, {have[1]}, "
+                f"{have[2]}", hint="the patch file was cut short or edited; import it again")
 
 
 def file_name(number: int, subject: str) -> str:

@@ -324,11 +324,24 @@ class Repo:
     # -- patches ---------------------------------------------------------------------------
 
     def format_patch(self, base: str, head: str) -> list[tuple[str, bytes]]:
-        """Every commit of base..head as (sha, format-patch bytes), oldest first, one process."""
-        proc = self.run(
-            *_STABLE_CONFIG, "format-patch", "--stdout", *FORMAT_PATCH_ARGS, f"{base}..{head}"
-        )
-        return split_mbox(proc.stdout)
+        """Every commit of base..head as (sha, format-patch bytes), oldest first, one process.
+
+        git writes each patch to its own numbered file: a stream would have to be split on
+        `From <sha>` lines, which a commit message can hold too.
+        """
+        with tempfile.TemporaryDirectory(prefix="carry-fp-") as tmp:
+            self.run(*_STABLE_CONFIG, "format-patch", "-o", tmp, "--numbered-files",
+                     *FORMAT_PATCH_ARGS, f"{base}..{head}")
+            out = []
+            for f in sorted(Path(tmp).iterdir(), key=lambda p: int(p.name)):
+                data = f.read_bytes()
+                if not data:
+                    continue  # a commit that changes nothing: the caller names it
+                m = _FROM_LINE.match(data)
+                if m is None:
+                    raise GitError(f"git format-patch wrote {f.name} without its From line")
+                out.append((m.group(1).decode(), data))
+            return out
 
     def diff_patch_ids(self, diffs: Sequence[bytes]) -> list[str | None]:
         """The patch-id of each diff (None for one with no change), in one process."""
@@ -853,16 +866,6 @@ def parse_commit(sha: str, body: bytes) -> RawCommit:
     if author is None or committer is None:
         raise GitError(f"commit {sha[:12]} has no author or committer")
     return RawCommit(sha, tree, tuple(parents), author, committer, message, encoding)
-
-
-def split_mbox(stream: bytes) -> list[tuple[str, bytes]]:
-    """Split format-patch --stdout output on its own magic `From <sha>` lines only."""
-    starts = list(_FROM_LINE.finditer(stream))
-    out = []
-    for i, m in enumerate(starts):
-        end = starts[i + 1].start() if i + 1 < len(starts) else len(stream)
-        out.append((m.group(1).decode(), stream[m.start() : end]))
-    return out
 
 
 def user_ident(repo: Repo) -> tuple[str, str] | None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from carry import patches as patchmod
 from carry import series as seriesmod
 from carry.errors import CarryError
-from carry.git import Repo
+from carry.git import RawCommit, Repo
 from carry.series import Base, ChangelogEntry, Manifest
 
 
@@ -93,13 +93,18 @@ def run(
             if merges:
                 raise CarryError(f"{desc} contains merge commit {merges[0][:12]}; "
                                  "a series must be linear")
+            read = {sha: repo.read_commit(sha) for sha in commits}
+            tree = repo.rev_parse(base, "tree")
+            for sha in commits:
+                if read[sha].tree == tree:
+                    raise _lost(sha, read[sha].subject, "it changes nothing")
+                tree = read[sha].tree
+            formatted = repo.format_patch(base, head)
+            _same_commits(read, [sha for sha, _ in formatted])
             files = {}
-            for i, (sha, formatted) in enumerate(repo.format_patch(base, head), 1):
-                commit = repo.read_commit(sha)
-                files[patchmod.file_name(i, commit.subject)] = patchmod.render(commit, formatted)
-            if len(files) != len(commits):
-                raise CarryError(f"format-patch gave {len(files)} patches for {len(commits)} "
-                                 "commits; refusing to lose any")
+            for i, (sha, text) in enumerate(formatted, 1):
+                commit = read[sha]
+                files[patchmod.file_name(i, commit.subject)] = patchmod.render(commit, text)
         finally:
             repo.close()
     manifest = existing.manifest if existing else Manifest(name=name, title="")
@@ -119,6 +124,24 @@ def run(
         f"test plan); `carry init {name} --upstream OWNER/REPO --fork OWNER/REPO --repo PATH` "
         "makes a full one before the import")
     return ImportResult(name, manifest.version, changed, base, head, list(files), desc, note)
+
+
+def _same_commits(read: dict[str, RawCommit], patched: list[str]) -> None:
+    """One patch per commit, each the commit it says it is, in order: the guard must not be
+    fooled by a count that happens to match."""
+    commits = list(read)
+    if patched == commits:
+        return
+    missing = next((c for c in commits if c not in set(patched)), None)
+    if missing is not None:
+        raise _lost(missing, read[missing].subject, "git format-patch wrote none")
+    raise CarryError(f"format-patch gave {len(patched)} patches for {len(commits)} commits, "
+                     "not one per commit in order; refusing to lose any")
+
+
+def _lost(sha: str, subject: str, why: str) -> CarryError:
+    return CarryError(f"commit {sha[:12]} ({subject!r}) has no patch: {why}; refusing to lose "
+                      "any", hint="drop the empty commit from the range, or give it a change")
 
 
 def range_base_name(rng: str | None) -> str:

@@ -239,6 +239,12 @@ class Repo:
     def is_ancestor(self, a: str, b: str) -> bool:
         return self.run("merge-base", "--is-ancestor", a, b, check=False).returncode == 0
 
+    def shallow_boundary(self) -> set[str]:
+        """The commits a shallow clone cut the history below (they look parentless to git)."""
+        path = Path(self.out("rev-parse", "--git-path", "shallow"))
+        path = path if path.is_absolute() else self.path / path
+        return set(path.read_text().split()) if path.is_file() else set()
+
     def rev_list(self, *args: str) -> list[str]:
         return self.out("rev-list", *args).split()
 

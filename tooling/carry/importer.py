@@ -87,6 +87,7 @@ def run(
             ref = base_ref or (existing.manifest.base.ref if existing else "")
             base, head, desc = resolve_range(repo, rng, branch, pr, ref)
             commits = repo.rev_list("--reverse", "--topo-order", f"{base}..{head}")
+            _within_history(repo, commits, base, desc)
             if not commits:
                 raise CarryError(f"{desc} has no commits on top of {base[:12]}")
             merges = repo.rev_list("--merges", f"{base}..{head}")
@@ -124,6 +125,17 @@ def run(
         f"test plan); `carry init {name} --upstream OWNER/REPO --fork OWNER/REPO --repo PATH` "
         "makes a full one before the import")
     return ImportResult(name, manifest.version, changed, base, head, list(files), desc, note)
+
+
+def _within_history(repo: Repo, commits: list[str], base: str, desc: str) -> None:
+    """In a shallow clone a range whose base lies below the cut reaches a commit that looks
+    parentless: its patch would add the whole tree."""
+    boundary = repo.shallow_boundary()
+    cut = [c for c in commits if c in boundary]
+    if cut:
+        raise CarryError(f"{desc}: the base {base[:12]} is beyond the shallow clone's history "
+                         f"(it ends at {cut[0][:12]}), so a patch would add the whole tree",
+                         hint=f"git -C {repo.path} fetch --unshallow")
 
 
 def _same_commits(read: dict[str, RawCommit], patched: list[str]) -> None:

@@ -1,9 +1,10 @@
 """A stateful GitHub REST API server on 127.0.0.1 for the forge tests.
 
-It keeps repositories, pulls, issue comments and labels in memory and answers in GitHub's
+It keeps repositories, pulls, issues, issue comments and labels in memory and answers in GitHub's
 shapes (a subset of each object, checked against the fields PyGithub reads), with Link-header
 pagination, token auth, search, and a switchable rate limit. Tests drive it through PyGithub's
 real HTTP, so the requests and the error paths carry does are the ones GitHub would see.
+Every request is recorded with its method, so a test can assert that a run wrote nothing.
 """
 
 from __future__ import annotations
@@ -48,6 +49,19 @@ class Pull:
 
 
 @dataclass
+class Issue:
+    """A plain issue; it shares the number sequence with pulls, as on GitHub."""
+
+    number: int
+    title: str
+    body: str
+    user: str
+    state: str = "open"
+    state_reason: str | None = None
+    created: float = field(default_factory=time.time)
+
+
+@dataclass
 class Comment:
     id: int
     issue: int
@@ -84,6 +98,7 @@ FAULT_BODIES = {
 class RepoState:
     full_name: str
     pulls: dict[int, Pull] = field(default_factory=dict)
+    issues: dict[int, Issue] = field(default_factory=dict)
     comments: list[Comment] = field(default_factory=list)
     next_number: int = 1
 
@@ -117,13 +132,27 @@ class GitHubState:
     def repo(self, full_name: str) -> RepoState:
         return self.repos.setdefault(full_name, RepoState(full_name))
 
-    def add_pull(self, full_name: str, number: int | None = None, **kw: Any) -> Pull:
-        r = self.repo(full_name)
+    def _number(self, r: RepoState, number: int | None) -> int:
+        """Pulls and issues share one sequence of numbers, as on GitHub."""
         n = number or r.next_number
         r.next_number = max(r.next_number, n + 1)
-        pull = Pull(number=n, **kw)
-        r.pulls[n] = pull
+        return n
+
+    def add_pull(self, full_name: str, number: int | None = None, **kw: Any) -> Pull:
+        r = self.repo(full_name)
+        n = self._number(r, number)
+        r.pulls[n] = pull = Pull(number=n, **kw)
         return pull
+
+    def add_issue(self, full_name: str, number: int | None = None, **kw: Any) -> Issue:
+        r = self.repo(full_name)
+        n = self._number(r, number)
+        r.issues[n] = issue = Issue(number=n, **kw)
+        return issue
+
+    def writes(self) -> list[tuple[str, str]]:
+        """The requests that would change something on GitHub."""
+        return [r for r in self.requests if r[0] not in ("GET", "HEAD")]
 
     def add_comment(self, full_name: str, issue: int, body: str, user: str) -> Comment:
         self._comment_id += 1
@@ -211,6 +240,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_PATCH(self) -> None:  # noqa: N802
         self.route("PATCH")
+
+    def do_PUT(self) -> None:  # noqa: N802 - recorded, then 404: carry must never send one
+        self.route("PUT")
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self.route("DELETE")
 
     def page(self, items: list[Any], query: dict[str, str], path: str) -> None:
         per_page = int(query.get("per_page", 30))
@@ -361,25 +396,30 @@ class _Handler(BaseHTTPRequestHandler):
     def _comment_count(self, full: str, number: int) -> int:
         return sum(1 for c in self.state.repo(full).comments if c.issue == number)
 
-    def issue_json(self, full: str, p: Pull) -> dict[str, Any]:
-        """A pull request seen as an issue, as GitHub's issues endpoints answer."""
-        api = f"{self.base()}/repos/{full}"
-        pull = self.pull_json(full, p)
-        return {
-            "id": p.number + 20_000, "node_id": f"I_{p.number}", "url": pull["issue_url"],
-            "repository_url": api, "labels_url": f"{api}/issues/{p.number}/labels{{/name}}",
-            "comments_url": pull["comments_url"], "events_url": f"{api}/issues/{p.number}/events",
-            "html_url": pull["html_url"], "number": p.number, "state": p.state,
-            "title": p.title, "body": p.body, "user": pull["user"], "labels": pull["labels"],
+    def issue_json(self, full: str, p: Pull | Issue) -> dict[str, Any]:
+        """An issue, or a pull request seen as one, as GitHub's issues endpoints answer."""
+        api, n = f"{self.base()}/repos/{full}", p.number
+        data: dict[str, Any] = {
+            "id": n + 20_000, "node_id": f"I_{n}", "url": f"{api}/issues/{n}",
+            "repository_url": api, "labels_url": f"{api}/issues/{n}/labels{{/name}}",
+            "comments_url": f"{api}/issues/{n}/comments", "events_url": f"{api}/issues/{n}/events",
+            "html_url": f"{WEB}/{full}/issues/{n}", "number": n, "state": p.state,
+            "title": p.title, "body": p.body, "user": self.user_json(p.user), "labels": [],
             "assignee": None, "assignees": [], "milestone": None, "locked": False,
-            "active_lock_reason": None, "comments": self._comment_count(full, p.number),
-            "pull_request": {"url": pull["url"], "html_url": pull["html_url"],
-                             "diff_url": pull["diff_url"], "patch_url": pull["patch_url"],
-                             "merged_at": pull["merged_at"]},
-            "closed_at": pull["closed_at"], "created_at": pull["created_at"],
-            "updated_at": pull["updated_at"], "draft": p.draft,
+            "active_lock_reason": None, "comments": self._comment_count(full, n),
+            "closed_at": None if p.state == "open" else STAMP,
+            "created_at": _stamp(p.created), "updated_at": _stamp(p.created),
             "author_association": "CONTRIBUTOR",
         }
+        if isinstance(p, Issue):
+            data["state_reason"] = p.state_reason
+            return data
+        pull = self.pull_json(full, p)
+        data.update(html_url=pull["html_url"], labels=pull["labels"], draft=p.draft,
+                    pull_request={"url": pull["url"], "html_url": pull["html_url"],
+                                  "diff_url": pull["diff_url"], "patch_url": pull["patch_url"],
+                                  "merged_at": pull["merged_at"]})
+        return data
 
     def comment_json(self, full: str, c: Comment) -> dict[str, Any]:
         api = f"{self.base()}/repos/{full}"
@@ -451,10 +491,7 @@ class _Handler(BaseHTTPRequestHandler):
         p = self.pull_or_404(full, number)
         if not p:
             return
-        b = self.body()
-        for key in ("title", "body", "state"):
-            if key in b:
-                setattr(p, key, b[key])
+        _edit(p, self.body())
         self.send(200, self.pull_json(full, p))
 
     def get_pull_commits(self, q: dict[str, str], full: str, number: str) -> None:
@@ -469,16 +506,56 @@ class _Handler(BaseHTTPRequestHandler):
         self.page(items, q, f"/repos/{full}/issues/{number}/comments")
 
     def post_comments(self, q: dict[str, str], full: str, number: str) -> None:
-        if self.pull_or_404(full, number) is None:
+        if self.issue_or_404(full, number) is None:
             return
         c = self.state.add_comment(full, int(number), self.body().get("body", ""),
                                    self.state.user)
         self.send(201, self.comment_json(full, c))
 
+    def issue_or_404(self, full: str, number: str) -> Pull | Issue | None:
+        r = self.state.repos.get(full, RepoState(full))
+        found = r.issues.get(int(number)) or r.pulls.get(int(number))
+        if found is None:
+            self.send(404, {"message": "Not Found"})
+        return found
+
     def get_issue(self, q: dict[str, str], full: str, number: str) -> None:
-        p = self.pull_or_404(full, number)
+        p = self.issue_or_404(full, number)
         if p:
             self.send(200, self.issue_json(full, p))
+
+    def get_issues(self, q: dict[str, str], full: str) -> None:
+        """Issues and pull requests together, newest first, as GitHub lists them."""
+        r = self.state.repo(full)
+        items: list[Pull | Issue] = [*r.issues.values(), *r.pulls.values()]
+        want = q.get("state", "open")
+        if want != "all":
+            items = [i for i in items if i.state == want]
+        items.sort(key=lambda i: i.number, reverse=q.get("direction", "desc") == "desc")
+        self.page([self.issue_json(full, i) for i in items], q, f"/repos/{full}/issues")
+
+    def post_issues(self, q: dict[str, str], full: str) -> None:
+        b = self.body()
+        if not b.get("title"):
+            return self.send(422, {"message": "Validation Failed",
+                                   "errors": [{"resource": "Issue", "field": "title",
+                                               "code": "missing_field"}]})
+        issue = self.state.add_issue(full, title=b["title"], body=b.get("body") or "",
+                                     user=self.state.user)
+        self.send(201, self.issue_json(full, issue))
+
+    def patch_issue(self, q: dict[str, str], full: str, number: str) -> None:
+        p = self.issue_or_404(full, number)
+        if not p:
+            return
+        b = self.body()
+        if b.get("state", "open") not in ("open", "closed"):
+            return self.send(422, {"message": "Validation Failed",
+                                   "errors": [{"field": "state", "code": "invalid"}]})
+        _edit(p, b)
+        if isinstance(p, Issue) and "state" in b:
+            p.state_reason = b.get("state_reason") if b["state"] == "closed" else "reopened"
+        self.send(200, self.issue_json(full, p))
 
     def post_labels(self, q: dict[str, str], full: str, number: str) -> None:
         p = self.pull_or_404(full, number)
@@ -501,6 +578,12 @@ class _Handler(BaseHTTPRequestHandler):
                         "items": found[:per_page]})
 
 
+def _edit(item: Pull | Issue, b: dict[str, Any]) -> None:
+    for key in ("title", "body", "state"):
+        if key in b:
+            setattr(item, key, b[key])
+
+
 _R = r"/repos/([\w.-]+/[\w.-]+)"
 _ROUTES = [
     (r"/rate_limit", "get_rate_limit"),
@@ -512,7 +595,10 @@ _ROUTES = [
     (_R + r"/pulls/(\d+)", "get_pull"),
     (_R + r"/pulls/(\d+)", "patch_pull"),
     (_R + r"/pulls/(\d+)/commits", "get_pull_commits"),
+    (_R + r"/issues", "get_issues"),
+    (_R + r"/issues", "post_issues"),
     (_R + r"/issues/(\d+)", "get_issue"),
+    (_R + r"/issues/(\d+)", "patch_issue"),
     (_R + r"/issues/(\d+)/comments", "get_comments"),
     (_R + r"/issues/(\d+)/comments", "post_comments"),
     (_R + r"/issues/(\d+)/labels", "post_labels"),

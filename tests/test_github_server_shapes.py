@@ -24,12 +24,16 @@ def server() -> Iterator[github_server.RunningServer]:
     s.state.add_pull("lab/fork", title="t", body="b", head="h", head_sha="1" * 40, base="main",
                      user="alice", draft=True, commits=["2" * 40], labels=["carry"])
     s.state.add_comment("lab/fork", 1, "hello", "bob")
+    s.state.add_issue("lab/fork", title="tracking", body="<!-- carry:tracking -->", user="bot")
     yield s
     s.stop()
 
 
-def _get(server: github_server.RunningServer, path: str) -> Any:
-    req = urllib.request.Request(server.url + path, headers={"Authorization": f"token {TOKEN}"})
+def _get(server: github_server.RunningServer, path: str, method: str = "GET",
+         body: dict[str, Any] | None = None) -> Any:
+    req = urllib.request.Request(server.url + path, method=method,
+                                 data=json.dumps(body).encode() if body else None,
+                                 headers={"Authorization": f"token {TOKEN}"})
     with urllib.request.urlopen(req) as resp:  # noqa: S310 - loopback only
         return json.load(resp)
 
@@ -48,6 +52,9 @@ CASES = [
     ("/repos/lab/fork/pulls/1/commits", "Commit", True),
     ("/repos/lab/fork/issues/1", "Issue", False),
     ("/repos/lab/fork/issues/1/comments", "IssueComment", True),
+    ("/repos/lab/fork/issues/2", "Issue", False),
+    ("/repos/lab/fork/issues", "Issue", True),
+    ("/repos/lab/fork/issues?state=all&per_page=1&page=2", "Issue", True),
     ("/user", "PrivateUser", False),
     ("/rate_limit", "RateLimitOverview", False),
 ]
@@ -68,3 +75,29 @@ def test_search_answers_match(server: github_server.RunningServer) -> None:
     data = _get(server, "/search/issues?q=repo:lab/fork+is:open+b")
     assert data["total_count"] == 1
     _models().IssueSearchResultItem.model_validate(data["items"][0])
+
+
+def test_issue_writes_answer_in_shape_and_are_recorded(
+        server: github_server.RunningServer) -> None:
+    """The writes the CI loop sends: open, edit, comment on and close an issue."""
+    issue = _models().Issue
+    created = _get(server, "/repos/lab/fork/issues", "POST", {"title": "x", "body": "y"})
+    issue.model_validate(created)
+    n = created["number"]
+    assert "pull_request" not in created and n > 2  # numbers are shared with pulls
+    edited = _get(server, f"/repos/lab/fork/issues/{n}", "PATCH", {"body": "z"})
+    issue.model_validate(edited)
+    comment = _get(server, f"/repos/lab/fork/issues/{n}/comments", "POST", {"body": "done"})
+    _models().IssueComment.model_validate(comment)
+    closed = _get(server, f"/repos/lab/fork/issues/{n}", "PATCH",
+                  {"state": "closed", "state_reason": "completed"})
+    issue.model_validate(closed)
+    assert (closed["state"], closed["state_reason"], closed["body"]) == (
+        "closed", "completed", "z")
+    assert closed["closed_at"] and closed["comments"] == 1
+    open_numbers = [i["number"] for i in _get(server, "/repos/lab/fork/issues")]
+    assert n not in open_numbers and 2 in open_numbers and 1 in open_numbers
+    assert server.state.writes()[-4:] == [
+        ("POST", "/repos/lab/fork/issues"), ("PATCH", f"/repos/lab/fork/issues/{n}"),
+        ("POST", f"/repos/lab/fork/issues/{n}/comments"),
+        ("PATCH", f"/repos/lab/fork/issues/{n}")]

@@ -4,12 +4,16 @@ lives in the module named after it, and the printing in `views`."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from carry.errors import CarryError
+
+if TYPE_CHECKING:
+    from carry.loop import Options as LoopOptions
 
 app = typer.Typer(
     name="carry",
@@ -371,9 +375,61 @@ Engine = Annotated[str, typer.Option(help="docker, podman or local.")]
 Python = Annotated[Optional[str], typer.Option(help="Interpreter for local runs.")]  # noqa: UP045
 Fetch = Annotated[bool, typer.Option(help="Fetch the manifest's remotes first.")]
 Out = Annotated[Path, typer.Option(help="Where summary.json and summary.md go.")]
+OpenPr = Annotated[bool, typer.Option(
+    "--open-pr", help="On a clean release or dev target: refresh, push, open or update the "
+                      "series' PR.")]
+TrackIssues = Annotated[bool, typer.Option(
+    "--track-issues", help="On a conflict: open or update one issue per (series, target); a "
+                           "later clean run closes it.")]
+LoopDryRun = Annotated[bool, typer.Option(
+    "--dry-run", help="Say what --open-pr/--track-issues would do; write nothing.")]
+LoopRepo = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--forge-repo", help="owner/name for PRs and issues (default: the manifest's fork).")]
+PrBase = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--base", help="The PR's base branch (default: the fork's branch, else main).")]
+Remote = Annotated[str, typer.Option(help="The git remote the refreshed branch goes to.")]
+
+
+def _loop_flags(
+    open_pr: OpenPr = False,
+    track_issues: TrackIssues = False,
+    dry_run: LoopDryRun = False,
+    forge_repo: LoopRepo = None,
+    base: PrBase = None,
+    remote: Remote = "origin",
+    api_url: ApiUrl = None,
+    token_env: TokenEnv = "GITHUB_TOKEN",
+) -> None:
+    """The loop's flags, declared once for `carry ci` and `carry ci run` (see _with_loop)."""
+
+
+def _with_loop(fn: Callable[..., None]) -> Callable[..., None]:
+    """Put the loop's flags on a command in place of its `loop` parameter; the command gets
+    them as one `loop.Options`."""
+    import functools
+    import inspect
+
+    flags = list(inspect.signature(_loop_flags, eval_str=True).parameters.values())
+    sig = inspect.signature(fn, eval_str=True, locals={"LoopOptions": object})
+    at = list(sig.parameters).index("loop")
+    params = list(sig.parameters.values())
+    params[at:at + 1] = flags
+
+    @functools.wraps(fn)
+    def command(*args: object, **kw: Any) -> None:
+        from carry import loop
+
+        options = loop.Options(**{p.name: kw.pop(p.name) for p in flags})
+        fn(*args, **kw, loop=options)
+
+    del command.__wrapped__  # typer must read the signature below, not fn's
+    command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    return command
 
 
 @ci_app.callback(invoke_without_command=True)
+@_with_loop
 def ci_job(
     ctx: typer.Context,
     repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
@@ -388,6 +444,7 @@ def ci_job(
     python: Python = None,
     fetch: Fetch = False,
     out: Out = Path("carry-out"),
+    loop: LoopOptions | None = None,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
@@ -406,7 +463,7 @@ def ci_job(
     if repo is None:
         raise CarryError("carry ci needs --repo PATH", hint="carry ci --help")
     result = job.run(_root(series_dir), names or [], Repo.open(repo), target or [], onto or [],
-                     engine, python, fetch, out)
+                     engine, python, fetch, out, loop)
     views.show_job(result, json)
     raise typer.Exit(result.exit_code)
 
@@ -431,6 +488,7 @@ def ci_matrix(
 
 
 @ci_app.command("run")
+@_with_loop
 def ci_run(
     name: Name,
     target_name: Annotated[str, typer.Argument(metavar="TARGET", help="A manifest target.")],
@@ -443,20 +501,23 @@ def ci_run(
     python: Python = None,
     fetch: Fetch = False,
     out: Out = Path("carry-out"),
+    loop: LoopOptions | None = None,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
     """Run one matrix cell and record it.
 
-    Rebase onto the ref, validate, append the outcome to the ledger.
+    Rebase onto the ref, validate, append the outcome to the ledger. With --open-pr and
+    --track-issues, also refresh and open the series' PR, or track a conflict in an issue.
 
     Example: carry ci run mamba-sparse-retention upstream-release --ref v0.34.0 --repo ../vllm
+    --open-pr --track-issues
     """
     from carry import job, views
     from carry.git import Repo
 
     result = job.run_cell(_root(series_dir), name, target_name, ref, Repo.open(repo), engine,
-                          python, fetch, out, ledger, force)
+                          python, fetch, out, ledger, force, loop)
     views.show_job(result, json)
     raise typer.Exit(result.exit_code)
 

@@ -55,6 +55,15 @@ class CommentInfo:
     author: str
 
 
+@dataclass(frozen=True)
+class IssueInfo:
+    number: int
+    title: str
+    body: str
+    state: str
+    url: str
+
+
 def api_url(explicit: str | None = None) -> str:
     """--api-url, then $GITHUB_API_URL (set by GitHub Actions and GHES), then github.com."""
     return (explicit or os.environ.get("GITHUB_API_URL") or DEFAULT_API).rstrip("/")
@@ -275,6 +284,42 @@ class Forge:
             return CommentInfo(c.id, c.body or "", c.user.login)
 
         return self._call(f"a comment on {full_name}#{number}", post)
+
+
+    # -- issues (the CI loop's tracking issues) -------------------------------------------
+
+    def open_issues(self, full_name: str, marker: str) -> list[IssueInfo]:
+        """Open issues (not pull requests) whose body holds `marker`; the caller parses it.
+        GitHub lists pull requests among issues, so they are left out here."""
+        repo = self._repo(full_name)
+        return self._call(
+            f"issues of {full_name}",
+            lambda: [_issue(i) for i in repo.get_issues(state="open", sort="created",
+                                                        direction="asc")
+                     if i.pull_request is None and marker in (i.body or "")])
+
+    def create_issue(self, full_name: str, title: str, body: str) -> IssueInfo:
+        repo = self._repo(full_name)
+        return self._call(f"a new issue in {full_name}",
+                          lambda: _issue(repo.create_issue(title=redact.scrub(title),
+                                                           body=redact.scrub(body))))
+
+    def edit_issue(self, full_name: str, number: int, **fields: str) -> None:
+        """One PATCH: the issue object is lazy, so nothing is read first."""
+        repo = self._repo(full_name)
+        self._call(f"issue {full_name}#{number}", lambda: repo.get_issue(number).edit(
+            **{k: redact.scrub(v) for k, v in fields.items()}))
+
+    def close_issue(self, full_name: str, number: int, comment: str) -> CommentInfo:
+        """Say why, then close: a reader of the closed issue sees the reason last."""
+        posted = self.comment(full_name, number, comment)
+        self.edit_issue(full_name, number, state="closed", state_reason="completed")
+        return posted
+
+
+def _issue(i: Any) -> IssueInfo:
+    return IssueInfo(number=i.number, title=i.title or "", body=i.body or "", state=i.state,
+                     url=i.html_url or "")
 
 
 def _pull(p: Any) -> PullInfo:

@@ -121,6 +121,14 @@ class MergeResult:
     conflicts: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class LogEntry:
+    sha: str
+    author: str
+    date: str  # ISO 8601, the author date
+    subject: str
+
+
 @dataclass
 class Repo:
     """A git repository on disk, addressed by its top-level (or bare) directory."""
@@ -778,6 +786,19 @@ class Repo:
                        "--").stdout
         return sorted({p.decode("utf-8", "surrogateescape")
                        for p in out.split(b"\0") if p.strip(b"\n")})
+
+    def commits_touching(self, since: str, until: str, paths: Sequence[str],
+                         limit: int = 50) -> list[LogEntry]:
+        """The commits of `since..until` (newest first) that touched any of `paths`: what moved
+        under a patch that no longer applies. Merges are left out; their sides are listed."""
+        if not paths:
+            return []
+        out = self.run("log", "--no-merges", f"--max-count={limit}",
+                       "--format=%H%x00%an <%ae>%x00%aI%x00%s%x00", f"{since}..{until}", "--",
+                       *paths).stdout.decode("utf-8", "replace")
+        fields = out.split("\0")
+        return [LogEntry(*(f.strip() for f in fields[i:i + 4]))
+                for i in range(0, len(fields) - 4, 4)]
 
     def version_tags(self, pattern: str) -> list[str]:
         """Tags matching `pattern`, oldest version first; a release candidate sorts before

@@ -13,11 +13,14 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from carry import rebase, render
 from carry import series as seriesmod
 from carry.errors import CarryError
 from carry.git import Repo
+from carry.loop import Options as LoopOptions
+from carry.rebase import Conflict
 
 
 @dataclass
@@ -33,6 +36,8 @@ class Row:
     validate: str = "not run"  # passed | failed | cached passed | error | not run
     summary: str = ""
     report: str = ""
+    ref: str = ""  # the tag or branch `onto` resolved from
+    stop: Conflict | None = None  # the patch, author and paths of a conflict
 
 
 @dataclass
@@ -40,6 +45,7 @@ class JobResult:
     status: str  # passed | failed
     rows: list[Row]
     out: str
+    loop: list[Any] = field(default_factory=list)  # loop.Action: PRs and issues (opt-in)
 
     @property
     def exit_code(self) -> int:
@@ -63,11 +69,24 @@ def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, engine: str,
 
 
 def run(root: Path, names: list[str], repo: Repo, targets: list[str], onto: list[str],
-        engine: str, python: str | None, fetch: bool, out: Path) -> JobResult:
+        engine: str, python: str | None, fetch: bool, out: Path,
+        loop: LoopOptions | None = None) -> JobResult:
+    """Every series onto every target; then the loop, if asked; then the summaries."""
+    result = _rows(root, names, repo, targets, onto, engine, python, fetch, out, loop)
+    return finish(root, repo, result, loop)
+
+
+def _rows(root: Path, names: list[str], repo: Repo, targets: list[str], onto: list[str],
+          engine: str, python: str | None, fetch: bool, out: Path,
+          loop: LoopOptions | None) -> JobResult:
+    from carry import loop as loopmod
+
     chosen = [seriesmod.find(root, n) for n in names] or seriesmod.list_series(root)
     chosen = [s for s in chosen if s.patches()]
     if not chosen:
         raise CarryError(f"no imported series in {root}", hint="run carry import first")
+    for s in chosen:
+        loopmod.check(s, loop or LoopOptions())
     out.mkdir(parents=True, exist_ok=True)
     rows: list[Row] = []
     for s in chosen:
@@ -79,7 +98,7 @@ def run(root: Path, names: list[str], repo: Repo, targets: list[str], onto: list
             row = Row(s.name, r.target, r.onto, r.status, r.head,
                       applied=sum(p.status == "applied" for p in r.patches),
                       dropped=[f"{p.file}: {p.reason}" for p in r.patches
-                               if p.status == "dropped"])
+                               if p.status == "dropped"], ref=r.ref, stop=r.conflict)
             if r.conflict is not None:
                 row.conflict = f"{r.conflict.file} ({', '.join(r.conflict.paths)})"
             if r.status == "applied":
@@ -88,7 +107,17 @@ def run(root: Path, names: list[str], repo: Repo, targets: list[str], onto: list
     if not rows:
         raise CarryError("no series has any of the targets " + ", ".join(targets))
     ok = all(r.rebase == "applied" and r.validate.endswith("passed") for r in rows)
-    result = JobResult("passed" if ok else "failed", rows, str(out))
+    return JobResult("passed" if ok else "failed", rows, str(out))
+
+
+def finish(root: Path, repo: Repo, result: JobResult, loop: LoopOptions | None) -> JobResult:
+    from carry import loop as loopmod
+
+    if loop is not None and loop.enabled:
+        result.loop = loopmod.run(root, repo, result.rows, loop)
+        if any(a.action == "failed" for a in result.loop):
+            result.status = "failed"
+    out = Path(result.out)
     (out / "summary.json").write_text(json.dumps(render.to_data(result), indent=2) + "\n",
                                       encoding="utf-8")
     md = markdown(result)
@@ -108,6 +137,11 @@ def markdown(result: JobResult) -> str:
         drops = "<br>".join(r.dropped) or "-"
         lines.append(f"| {r.series} | {r.target} | {rebase_cell} | {drops} | "
                      f"{r.validate}: {r.summary} |")
+    if result.loop:
+        lines += ["", "### Pull requests and tracking issues", ""]
+        lines += [f"- {a.series} {a.target} ({a.ref}): {a.kind} {a.action}"
+                  + (f" #{a.number}" if a.number else "") + (f": {a.note}" if a.note else "")
+                  for a in result.loop]
     return "\n".join(lines) + "\n"
 
 
@@ -140,9 +174,12 @@ def matrix(root: Path, repo: Repo, ledger_path: Path, force: bool) -> tuple[
 
 def run_cell(root: Path, name: str, target: str, ref: str | None, repo: Repo, engine: str,
              python: str | None, fetch: bool, out: Path, ledger_path: Path,
-             force: bool) -> JobResult:
-    """One cell: rebase onto the target's ref, validate, and append the outcome to the ledger.
-    A cell the ledger already holds is skipped (exit 0) unless forced."""
+             force: bool, loop: LoopOptions | None = None) -> JobResult:
+    """One cell: rebase onto the target's ref, validate, close the loop if asked, and append
+    the outcome to the ledger. A cell the ledger already holds is skipped (exit 0, nothing
+    sent) unless forced. The ledger is written last and only when the loop did all it was
+    asked, so a PR or issue that failed is tried again by the next run; a dry run records
+    nothing."""
     from carry import ledger
 
     s = seriesmod.find(root, name)
@@ -157,9 +194,13 @@ def run_cell(root: Path, name: str, target: str, ref: str | None, repo: Repo, en
         row = Row(name, target, ref, "skipped", validate=f"ledger: {held.outcome}",
                   summary=f"validated at {held.time}; --force runs it again")
         return JobResult("passed", [row], str(out))
-    result = run(root, [name], repo, [], [ref], engine, python, fetch, out)
+    result = _rows(root, [name], repo, [], [ref], engine, python, fetch, out, loop)
     for row in result.rows:
         row.target = target
+    finish(root, repo, result, loop)
+    if (loop and loop.dry_run) or any(a.action == "failed" for a in result.loop):
+        return result
+    for row in result.rows:
         tree = repo.rev_parse(row.head, "tree") if row.head else ""
         ledger.append(ledger_path, ledger.Record(
             name, s.manifest.version, target, ref, upstream, tree, _plan_hash(s),

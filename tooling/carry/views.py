@@ -258,6 +258,10 @@ def show_job(r: Any, as_json: bool) -> None:
     render.table(f"carry ci: {r.status}", ["series", "target", "rebase", "drops", "head",
                                            "validation"], rows)
     render.say(f"summary: {r.out}/summary.md")
+    for a in r.loop:
+        number = f" #{a.number}" if a.number else ""
+        render.say(f"{a.kind} {a.action}{number}: {a.series} {a.target} ({a.ref})"
+                   + (f": {a.note}" if a.note else "") + (f" {a.url}" if a.url else ""))
 
 
 def show_init(r: Any, as_json: bool) -> None:

@@ -398,7 +398,8 @@ def _loop_flags(
     base: PrBase = None,
     remote: Remote = "origin",
     api_url: ApiUrl = None,
-    token_env: TokenEnv = "GITHUB_TOKEN",
+    token_env: TokenEnv = None,
+    max_wait: MaxWait = 60.0,
 ) -> None:
     """The loop's flags, declared once for `carry ci` and `carry ci run` (see _with_loop)."""
 

@@ -34,11 +34,16 @@ class Options:
     base: str | None = None  # the PR's base branch; default: [fork].branch, else main
     remote: str = "origin"
     api_url: str | None = None
-    token_env: str = "GITHUB_TOKEN"
+    token_env: str | None = None  # default: $GH_TOKEN, then $GITHUB_TOKEN (forge.py)
+    max_wait: float = forgemod.DEFAULT_MAX_WAIT
 
     @property
     def enabled(self) -> bool:
         return self.open_pr or self.track_issues
+
+    @property
+    def access(self) -> forgemod.Access:
+        return forgemod.Access(self.api_url, self.token_env, self.max_wait)
 
 
 @dataclass
@@ -61,8 +66,7 @@ class _Context:
 
     def forge(self) -> forgemod.Forge:
         if self._forge is None:
-            self._forge = forgemod.Forge.connect(forgemod.api_url(self.opts.api_url),
-                                                 forgemod.token_from_env(self.opts.token_env))
+            self._forge = self.opts.access.connect()
         return self._forge
 
 
@@ -144,7 +148,7 @@ def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target
         raise CarryError(f"refreshing {s.name} onto {row.ref}: {result.message or result.status}")
     fresh = seriesmod.find(s.root.parent, s.name)
     done = prmod.run([fresh], ctx.repo, branch, ctx.opts.remote, pr_base, full,
-                     row.report or None, True, False, ctx.opts.api_url, ctx.opts.token_env)
+                     row.report or None, True, False, ctx.opts.access)
     act.action, act.number, act.url = done.action, done.number, done.url
     version = result.refreshed.get("version")
     act.note = (f"series refreshed to version {version}; " if version else "") + \

@@ -418,21 +418,12 @@ class Repo:
     ) -> str:
         """A commit with an exact author and message; the committer is the running user.
 
-        Without `encoding`, git takes the message as UTF-8 and rewrites invalid bytes; with
-        it, git keeps the bytes and writes an `encoding` header, as the original had.
+        Written as bytes, not through `git commit-tree`: git's identity parsing strips the
+        quotes and dots that end `"Quoted, Name" Jr.` and turns a `-0000` zone into `+0000`.
+        With `encoding`, the commit gets that `encoding` header, as the original had.
         """
-        env = author.env("AUTHOR")
-        if committer is not None:
-            env.update(committer.env("COMMITTER"))
-        args = ["-c", f"i18n.commitEncoding={encoding or 'UTF-8'}", "commit-tree", tree]
-        for p in parents:
-            args += ["-p", p]
-        with tempfile.NamedTemporaryFile(prefix="carry-msg-", delete=False) as fh:
-            fh.write(message)
-        try:
-            return self.out(*args, "-F", fh.name, env=env)
-        finally:
-            os.unlink(fh.name)
+        return self.write_commit(tree, parents, message, author,
+                                 committer or self.committer_ident(), encoding)
 
     def merge_tree(self, ours: str, theirs: str) -> MergeResult:
         """A worktree-free three-way merge; the merge base is found by git."""
@@ -570,6 +561,10 @@ class Repo:
         encoding: str | None = None,
     ) -> str:
         """commit-tree without the process: the message and identities go in byte-exact."""
+        for who in (author, committer):
+            if any(c in who.name + who.email for c in "<>\n\0"):
+                raise CarryError(f"cannot write the identity {who.line()!r}: a name or email "
+                                 "with '<', '>' or a line break would corrupt the commit")
         head = [f"tree {tree}", *(f"parent {p}" for p in parents),
                 f"author {author.line()}", f"committer {committer.line()}"]
         if encoding:

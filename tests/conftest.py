@@ -179,3 +179,38 @@ def make_series(series_root: Path) -> Callable[..., Any]:
         return s
 
     return make
+
+
+# -- the GitHub double and a fork with a 3-patch series (carry pr and supersede) ----------------
+FORGE_TOKEN = "ghp_test_secret_value_1234567890"
+FORK = "lab/fork"
+
+
+@pytest.fixture
+def gh() -> Iterator[Any]:
+    from tests import github_server
+
+    server = github_server.start(FORGE_TOKEN)
+    server.state.repo(FORK)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fork(upstream: CommitBuilder, tmp_path: Path) -> CommitBuilder:
+    """A working clone with a 3-patch series on `feature`, and a bare `origin` remote."""
+    b = upstream
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(b.path, "remote", "add", "origin", str(bare))
+    git(b.path, "push", "-q", "origin", "main")
+    git(b.path, "fetch", "-q", "origin")
+    git(b.path, "checkout", "-q", "-b", "feature")
+    b.commit("core: fix f\n\nSigned-off-by: Toby Mao <toby@example.com>\n",
+             {"src/core.py": "def f():\n    return 2\n"}, author=TOBY)
+    b.commit("util: add h20\n\nSigned-off-by: Toby Mao <toby@example.com>\n",
+             {"src/util.py": "def h20():\n    return 20\n"}, author=TOBY)
+    b.commit("core: follow-up\n\nAssisted-by: OpenAI Codex\n"
+             "Signed-off-by: logprobz <logprobz@example.com>\n",
+             {"src/extra.py": "X = 1\n"}, author=LOGPROBZ)
+    return b

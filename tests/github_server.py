@@ -13,6 +13,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -43,6 +44,7 @@ class Pull:
     draft: bool
     state: str = "open"
     merged: bool = False
+    merge_sha: str = ""
     commits: list[str] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
     created: float = field(default_factory=time.time)
@@ -115,6 +117,8 @@ class GitHubState:
         self.lock = threading.Lock()
         self._comment_id = 1000
         self.faults: list[Fault] = []
+        # Called just before a comment is stored: a test plays another machine's run here.
+        self.before_comment: Callable[[str, int, str], None] | None = None
 
     def fault(self, status: int, times: int = 1, retry_after: str | None = None,
               path: str = "") -> None:
@@ -191,7 +195,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> Any:
         n = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(n) if n else b""
         return json.loads(raw) if raw else {}
@@ -350,7 +354,7 @@ class _Handler(BaseHTTPRequestHandler):
             "labels": [self.label_json(full, n) for n in p.labels], "milestone": None,
             "active_lock_reason": None, "created_at": _stamp(p.created),
             "updated_at": _stamp(p.created), "closed_at": closed,
-            "merged_at": closed if p.merged else None, "merge_commit_sha": None,
+            "merged_at": closed if p.merged else None, "merge_commit_sha": p.merge_sha or None,
             "assignee": None, "assignees": [], "requested_reviewers": [],
             "requested_teams": [], "draft": p.draft,
             "head": {"label": f"{owner}:{p.head}", "ref": p.head, "sha": p.head_sha,
@@ -508,8 +512,10 @@ class _Handler(BaseHTTPRequestHandler):
     def post_comments(self, q: dict[str, str], full: str, number: str) -> None:
         if self.issue_or_404(full, number) is None:
             return
-        c = self.state.add_comment(full, int(number), self.body().get("body", ""),
-                                   self.state.user)
+        body = self.body().get("body", "")
+        if self.state.before_comment is not None:
+            self.state.before_comment(full, int(number), body)
+        c = self.state.add_comment(full, int(number), body, self.state.user)
         self.send(201, self.comment_json(full, c))
 
     def issue_or_404(self, full: str, number: str) -> Pull | Issue | None:
@@ -518,6 +524,27 @@ class _Handler(BaseHTTPRequestHandler):
         if found is None:
             self.send(404, {"message": "Not Found"})
         return found
+
+    def comment_or_404(self, full: str, cid: str) -> Comment | None:
+        found = [c for c in self.state.repo(full).comments if c.id == int(cid)]
+        if not found:
+            self.send(404, {"message": "Not Found",
+                            "documentation_url": "https://docs.github.com/rest"})
+        return found[0] if found else None
+
+    def get_comment(self, q: dict[str, str], full: str, cid: str) -> None:
+        c = self.comment_or_404(full, cid)
+        if c:
+            self.send(200, self.comment_json(full, c))
+
+    def delete_comment(self, q: dict[str, str], full: str, cid: str) -> None:
+        c = self.comment_or_404(full, cid)
+        if c is None:
+            return
+        self.state.repo(full).comments.remove(c)
+        self.send_response(204)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def get_issue(self, q: dict[str, str], full: str, number: str) -> None:
         p = self.issue_or_404(full, number)
@@ -560,7 +587,9 @@ class _Handler(BaseHTTPRequestHandler):
     def post_labels(self, q: dict[str, str], full: str, number: str) -> None:
         p = self.pull_or_404(full, number)
         if p:
-            p.labels += [x for x in self.body().get("labels", []) if x not in p.labels]
+            b = self.body()  # GitHub takes a bare list of names, or {"labels": [...]}
+            names = b if isinstance(b, list) else b.get("labels", [])
+            p.labels += [x for x in names if x not in p.labels]
             self.send(200, [self.label_json(full, n) for n in p.labels])
 
     def get_search_issues(self, q: dict[str, str]) -> None:
@@ -602,6 +631,8 @@ _ROUTES = [
     (_R + r"/issues/(\d+)/comments", "get_comments"),
     (_R + r"/issues/(\d+)/comments", "post_comments"),
     (_R + r"/issues/(\d+)/labels", "post_labels"),
+    (_R + r"/issues/comments/(\d+)", "get_comment"),
+    (_R + r"/issues/comments/(\d+)", "delete_comment"),
 ]
 
 

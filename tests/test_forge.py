@@ -4,44 +4,14 @@ through PyGithub, with a real bare repository as the fork remote."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests import github_server
-from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry
+from tests.conftest import FORGE_TOKEN, FORK, CommitBuilder, git, run_carry
 
-TOKEN = "ghp_test_secret_value_1234567890"
-FORK = "lab/fork"
-
-
-@pytest.fixture
-def gh() -> Iterator[github_server.RunningServer]:
-    server = github_server.start(TOKEN)
-    server.state.repo(FORK)
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def fork(upstream: CommitBuilder, tmp_path: Path) -> CommitBuilder:
-    """A working clone with a 3-patch series on `feature`, and a bare `origin` remote."""
-    b = upstream
-    bare = tmp_path / "origin.git"
-    git(tmp_path, "init", "-q", "--bare", str(bare))
-    git(b.path, "remote", "add", "origin", str(bare))
-    git(b.path, "push", "-q", "origin", "main")
-    git(b.path, "fetch", "-q", "origin")
-    git(b.path, "checkout", "-q", "-b", "feature")
-    b.commit("core: fix f\n\nSigned-off-by: Toby Mao <toby@example.com>\n",
-             {"src/core.py": "def f():\n    return 2\n"}, author=TOBY)
-    b.commit("util: add h20\n\nSigned-off-by: Toby Mao <toby@example.com>\n",
-             {"src/util.py": "def h20():\n    return 20\n"}, author=TOBY)
-    b.commit("core: follow-up\n\nAssisted-by: OpenAI Codex\n"
-             "Signed-off-by: logprobz <logprobz@example.com>\n",
-             {"src/extra.py": "X = 1\n"}, author=LOGPROBZ)
-    return b
+TOKEN = FORGE_TOKEN
 
 
 def _env(gh: github_server.RunningServer, root: Path) -> dict[str, str]:
@@ -107,55 +77,6 @@ def test_pr_refuses_a_branch_without_the_series(gh: github_server.RunningServer,
     assert "does not carry 3 series patch(es)" in r.err
     assert len(r.err.strip().splitlines()) == 1
     assert gh.state.requests == []
-
-
-def _seed_duplicates(gh: github_server.RunningServer, fork: CommitBuilder) -> None:
-    bare = fork.path.parent / "origin.git"
-    # 1: an older carry PR for the same series; 2: unrelated; 3: carries patch 0001 by id.
-    gh.state.add_pull(FORK, 1, title="old carry PR", body="<!-- carry:series=demo -->\nold",
-                      head="old", head_sha="1" * 40, base="main", user="alice", draft=True)
-    gh.state.add_pull(FORK, 2, title="unrelated", body="docs", head="docs", head_sha="2" * 40,
-                      base="main", user="bob", draft=False)
-    git(fork.path, "checkout", "-q", "-b", "dup", "main")
-    dup = fork.commit("core: fix f (resubmitted)", {"src/core.py": "def f():\n    return 2\n"})
-    git(fork.path, "push", "-q", "origin", f"{dup}:refs/pull/3/head")
-    gh.state.add_pull(FORK, 3, title="fix f again", body="", head="dup", head_sha=dup,
-                      base="main", user="carol", draft=False)
-    gh.state.add_pull(FORK, 9, title="consolidated", body="", head="carry/demo",
-                      head_sha="9" * 40, base="main", user="carry-bot", draft=True)
-    assert bare.exists()
-
-
-def test_supersede_dry_run_then_apply_once(gh: github_server.RunningServer, fork: CommitBuilder,
-                                           series_root: Path) -> None:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
-    _seed_duplicates(gh, fork)
-    args = ["supersede", "demo", "--by", "9", "--forge-repo", FORK, "--repo", str(fork.path),
-            "--remote", "origin", "--base", "main", "--json"]
-    dry = run_carry(*args, env=env)
-    assert dry.code == 0, dry.err
-    found = {c["number"]: c for c in json.loads(dry.out)["candidates"]}
-    assert sorted(found) == [1, 3]
-    assert found[1]["reasons"] == ["carry marker for this series"]
-    assert found[3]["reasons"] == ["patch-id of 1 series patch(es)"]
-    assert gh.state.repos[FORK].comments == []
-    assert all(p.state == "open" for p in gh.state.repos[FORK].pulls.values())
-
-    done = run_carry(*args, "--apply", env=env)
-    assert done.code == 0, done.err
-    pulls = gh.state.repos[FORK].pulls
-    assert (pulls[1].state, pulls[2].state, pulls[3].state, pulls[9].state) == (
-        "closed", "open", "closed", "open")
-    bodies = [c.body for c in gh.state.repos[FORK].comments]
-    assert len(bodies) == 2 and all(b.startswith("Superseded by #9") for b in bodies)
-
-    pulls[1].state = "open"  # somebody reopened it: close again, never comment twice
-    again = run_carry(*args, "--apply", env=env)
-    assert again.code == 0, again.err
-    assert json.loads(again.out)["candidates"][0]["actions"] == [
-        "comment already posted", "closed"]
-    assert len(gh.state.repos[FORK].comments) == 2 and pulls[1].state == "closed"
 
 
 @pytest.mark.parametrize("case", ["missing", "bad", "rate"])

@@ -18,7 +18,8 @@ FORK = "lab/fork"
 @pytest.fixture
 def gh() -> Iterator[github_server.RunningServer]:
     server = github_server.start(TOKEN)
-    server.state.add_pull(FORK, 9, title="consolidated", body="", head="carry/demo",
+    server.state.add_pull(FORK, 9, title="consolidated", body="<!-- carry:series=demo -->",
+                          head="carry/demo",
                           head_sha="9" * 40, base="main", user="carry-bot", draft=True)
     yield server
     server.stop()
@@ -79,7 +80,7 @@ def test_throttles_and_outages_are_retried_with_one_line_each(
     assert len(lines) == 2, err
     assert all(ln.startswith(f"carry: GitHub {reason} on pull requests of {FORK}; retry ")
                for ln in lines), err
-    assert "0 open PR(s)" in out
+    assert "0 other open PR(s) in lab/fork looked at" in out
     asked = [p for m, p in gh.state.requests if p == f"/repos/{FORK}/pulls"]
     assert len(asked) == 3  # two refused, the third answered
 

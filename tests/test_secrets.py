@@ -10,12 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import github_server, test_forge
+from tests import github_server
 from tests.conftest import CommitBuilder, git, run_carry
 from tests.test_forge import FORK, TOKEN, _env, _import_and_apply
-
-gh = test_forge.gh  # the same fixtures as carry pr's own tests
-fork = test_forge.fork
 
 PR = ["--branch", "carry/demo", "--forge-repo", FORK, "--base", "main"]
 

@@ -337,33 +337,43 @@ def pr(
 @app.command()
 def supersede(
     name: Name,
-    by: Annotated[int, typer.Option(help="The PR number that supersedes the duplicates.")],
+    by: Annotated[int, typer.Option(help="The carry PR (open or merged) that supersedes.")],
     forge_repo: ForgeRepo,
     repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        help="A local clone, to match PR commits by patch-id.")] = None,
+        help="A local clone, to compare PR commits by patch-id.")] = None,
     remote: Annotated[str, typer.Option(help="Remote of --repo that has refs/pull/*.")] = "origin",
-    base: Annotated[Optional[str], typer.Option(help="Base branch for patch-id matching.")] = None,  # noqa: UP045,E501
+    base: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="The base branch both PRs must target (default: that of --by).")] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Comment and close (default: dry run).")] = False,  # noqa: E501
+    when_merged: Annotated[bool, typer.Option(
+        "--when-merged", help="Act only once --by is merged; until then report and exit 0.")] = False,  # noqa: E501
+    label: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="Label each closed PR (default: [supersede].label of the manifest).")] = None,
+    include_origin: Annotated[bool, typer.Option(
+        "--include-origin", help="Also close PRs whose provenance role is origin or "
+        "upstream-equivalent.")] = False,
     api_url: ApiUrl = None,
     token_env: TokenEnv = None,
     max_wait: MaxWait = 60.0,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """Comment on and close open PRs that duplicate the series.
+    """Comment on and close the open PRs that a carry PR supersedes.
 
-    Dry run unless --apply.
+    Dry run unless --apply; the dry run lists every open PR with why it matches or not.
 
-    Example: carry supersede my-fix --by 669 --forge-repo me/vllm --repo ../vllm
+    Example: carry supersede my-fix --by 669 --forge-repo me/vllm --repo ../vllm --when-merged
     """
     from carry import series, views
     from carry import supersede as supmod
     from carry.forge import Access
     from carry.git import Repo
 
-    result = supmod.run(series.find(_root(series_dir), name), forge_repo, by,
-                        Repo.open(repo) if repo else None, remote, base, apply,
-                        Access(api_url, token_env, max_wait))
+    s = series.find(_root(series_dir), name)
+    opts = supmod.Options(apply, when_merged, s.manifest.supersede.label if label is None
+                          else label, include_origin)
+    result = supmod.run(s, forge_repo, by, Repo.open(repo) if repo else None, remote, base,
+                        opts, Access(api_url, token_env, max_wait))
     views.show_supersede(result, json)
 
 

@@ -46,6 +46,9 @@ class PullInfo:
     base: str
     author: str
     url: str
+    merged: bool = False
+    merge_sha: str = ""
+    labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -285,6 +288,16 @@ class Forge:
 
         return self._call(f"a comment on {full_name}#{number}", post)
 
+    def delete_comment(self, full_name: str, number: int, comment_id: int) -> None:
+        repo = self._repo(full_name)
+        self._call(f"comment {comment_id} on {full_name}#{number}",
+                   lambda: repo.get_issue(number).get_comment(comment_id).delete())
+
+    def add_label(self, full_name: str, number: int, label: str) -> None:
+        repo = self._repo(full_name)
+        self._call(f"labels of {full_name}#{number}",
+                   lambda: repo.get_issue(number).add_to_labels(label))
+
 
     # -- issues (the CI loop's tracking issues) -------------------------------------------
 
@@ -327,6 +340,8 @@ def _pull(p: Any) -> PullInfo:
         number=p.number, title=p.title or "", body=p.body or "", state=p.state,
         draft=bool(p.draft), head=p.head.ref, head_sha=p.head.sha, base=p.base.ref,
         author=p.user.login if p.user else "", url=p.html_url or "",
+        merged=p.merged_at is not None, merge_sha=(p.merge_commit_sha or "")
+        if p.merged_at is not None else "", labels=tuple(x.name for x in p.labels),
     )
 
 

@@ -26,7 +26,10 @@ def marker(names: list[str]) -> str:
 
 
 def marked_series(body: str) -> list[str]:
-    m = MARKER_RE.search(body or "")
+    """The series named by carry's marker, read only where carry writes it (the whole first
+    line): a body that quotes the marker text further down is not carry's."""
+    first = (body or "").split("\n", 1)[0].rstrip("\r")
+    m = MARKER_RE.fullmatch(first)
     return m.group(1).split(",") if m else []
 
 

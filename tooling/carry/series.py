@@ -136,6 +136,11 @@ class TestPlan:
 
 
 @dataclass
+class SupersedeConfig:
+    label: str = ""  # added to each PR `carry supersede --apply` closes
+
+
+@dataclass
 class ChangelogEntry:
     version: int
     date: str
@@ -156,6 +161,7 @@ class Manifest:
     expected: list[Expected] = field(default_factory=list)
     test: TestPlan = field(default_factory=TestPlan)
     changelog: list[ChangelogEntry] = field(default_factory=list)
+    supersede: SupersedeConfig = field(default_factory=SupersedeConfig)
 
     def target(self, name: str) -> Target:
         for t in self.targets:
@@ -498,6 +504,7 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
     for c in r.subs("changelog"):
         m.changelog.append(ChangelogEntry(version=c.get("version", int, required=True),
                                           date=c.text("date"), summary=c.text("summary")))
+    m.supersede = SupersedeConfig(label=r.sub("supersede").text("label"))
     r.reject_unknown()
     return m
 
@@ -543,6 +550,8 @@ def dump_manifest(m: Manifest) -> str:
     doc["test"] = test
     if m.changelog:
         doc["changelog"] = [vars(c).copy() for c in m.changelog]
+    if m.supersede.label:
+        doc["supersede"] = {"label": m.supersede.label}
     text = tomli_w.dumps(doc)
     if not (m.test.suites or m.test.hooks):  # say how to fill it in, on every rewrite
         text = text.replace("\n[test]\n", "\n" + TEST_PLAN_HELP + "[test]\n", 1)

@@ -242,11 +242,17 @@ def show_supersede(r: Any, as_json: bool) -> None:
     if as_json:
         return render.emit_json(r)
     mode = "dry run: " if r.dry_run else ""
-    render.say(f"{mode}{len(r.candidates)} open PR(s) in {r.repo} duplicate {r.series}, "
-               f"superseded by #{r.by}")
-    for c in r.candidates:
-        render.say(f"  #{c.number} {c.title} ({c.author}): {'; '.join(c.reasons)} -> "
-                   f"{', '.join(c.actions)}")
+    render.say(f"{mode}#{r.by} ({r.by_state}, base {r.base}) carries {r.series}; "
+               f"{len(r.pulls)} other open PR(s) in {r.repo} looked at, "
+               f"{len(r.closing)} to close")
+    if r.waiting:
+        render.say(f"  waiting: {r.waiting}")
+    for x in r.pulls:
+        tied = f" [{'; '.join(x.matched)}]" if x.matched else ""
+        done = f" -> {', '.join(x.actions)}" if x.actions else ""
+        render.say(f"  #{x.number} {x.title} ({x.author}): {x.verdict}: {x.why}{tied}{done}")
+    for line in r.provenance:
+        render.say(f"  provenance: {line}")
 
 
 def show_job(r: Any, as_json: bool) -> None:

@@ -6,6 +6,8 @@ push to and the GitHub double on 127.0.0.1 through PyGithub's real HTTP."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -21,6 +23,7 @@ from tests import github_server
 from tests.conftest import CommitBuilder, git, run_carry
 from tests.validate import synthetic
 
+CI = Path(__file__).resolve().parents[1] / "ci"
 TOKEN = "ghp_loop_secret_value_0987654321"
 FORK = "lab/fork"
 LOOP = ("--open-pr", "--track-issues")
@@ -236,3 +239,38 @@ def test_the_marker_is_parsed_not_searched() -> None:
     spaced = tracking.marker("good", "dev branch", "dev/x y", "b" * 40)
     assert tracking.matches(spaced + "\n", "good", "dev branch") == {
         "series": "good", "target": "dev branch", "ref": "dev/x y", "upstream": "b" * 40}
+
+
+def test_ci_loop_acts_on_the_cells_summaries_as_the_workflow_record_job_does(
+        site: Site) -> None:
+    """Cells validate with a read-only token and upload carry-out/; the one job allowed to
+    write runs `carry ci loop` over their summaries."""
+    up, gh = site.up, site.gh
+    _release(up, "v3", "core: keep only the newest state", {
+        "calc/core.py": CORE.replace("[-1:]", "[-1:]  # newest only")})
+    summaries = []
+    for i, ref in enumerate(("v2", "v3")):
+        out = site.tmp / "cells" / f"cell-{i}" / "carry-out"
+        r = run_carry("ci", "run", "good", "release", "--ref", ref, "--repo", str(up.path),
+                      "--engine", "local", "--ledger", site.ledger, "--out", str(out),
+                      env=site.env)
+        assert r.code in (0, 1), r.err
+        summaries.append(str(out / "summary.json"))
+    assert gh.state.requests == []  # the cells never talk to GitHub
+    env = {**os.environ, **site.env, "GH_TOKEN": TOKEN,
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    proc = subprocess.run(["bash", str(CI / "loop.sh"), str(up.path), str(site.tmp / "cells"),
+                           "--json"], cwd=site.tmp, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and TOKEN not in proc.stdout + proc.stderr, proc.stderr
+    loop = json.loads(proc.stdout)
+    assert sorted((a["ref"], a["kind"], a["action"]) for a in loop["loop"]) == [
+        ("v2", "pr", "opened"), ("v3", "issue", "opened")]
+    (pull,) = gh.state.repos[FORK].pulls.values()
+    assert "9 tests passed and 1 skipped" in pull.body  # the report beside the summary
+    assert "issue opened" in (site.tmp / "carry-loop" / "summary.md").read_text()
+    r = run_carry("ci", "loop", *summaries, "--repo", str(up.path), env=site.env)
+    assert r.code == 2 and "nothing to do" in r.err and len(r.err.strip().splitlines()) == 1
+    (site.tmp / "bad.json").write_text("{}")
+    r = run_carry("ci", "loop", str(site.tmp / "bad.json"), "--repo", str(up.path), *LOOP,
+                  env=site.env)
+    assert r.code == 2 and "not a carry ci summary.json" in r.err

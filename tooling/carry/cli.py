@@ -397,7 +397,8 @@ LoopRepo = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--forge-repo", help="owner/name for PRs and issues (default: the manifest's fork).")]
 PrBase = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--base", help="The PR's base branch (default: the fork's branch, else main).")]
-Remote = Annotated[str, typer.Option(help="The git remote the refreshed branch goes to.")]
+Remote = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    help="The git remote for the refreshed branch (default: the fork's remote, else origin).")]
 
 
 def _loop_flags(
@@ -406,7 +407,7 @@ def _loop_flags(
     dry_run: LoopDryRun = False,
     forge_repo: LoopRepo = None,
     base: PrBase = None,
-    remote: Remote = "origin",
+    remote: Remote = None,
     api_url: ApiUrl = None,
     token_env: TokenEnv = None,
     max_wait: MaxWait = 60.0,
@@ -529,6 +530,30 @@ def ci_run(
 
     result = job.run_cell(_root(series_dir), name, target_name, ref, Repo.open(repo), engine,
                           python, fetch, out, ledger, force, loop)
+    views.show_job(result, json)
+    raise typer.Exit(result.exit_code)
+
+
+@ci_app.command("loop")
+@_with_loop
+def ci_loop(
+    summaries: Annotated[list[Path], typer.Argument(help="summary.json files of the cells.")],
+    repo: RepoPath,
+    out: Out = Path("carry-out"),
+    loop: LoopOptions | None = None,
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """Open PRs and tracking issues for cells that already ran.
+
+    For the workflow's one job with write access; the cells validate read-only.
+
+    Example: carry ci loop cells/*/carry-out/summary.json --repo ../vllm --open-pr --track-issues
+    """
+    from carry import job, views
+    from carry.git import Repo
+
+    result = job.loop_from(_root(series_dir), Repo.open(repo), summaries, out, loop)
     views.show_job(result, json)
     raise typer.Exit(result.exit_code)
 

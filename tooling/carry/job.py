@@ -208,6 +208,41 @@ def run_cell(root: Path, name: str, target: str, ref: str | None, repo: Repo, en
     return result
 
 
+def loop_from(root: Path, repo: Repo, summaries: list[Path], out: Path,
+              loop: LoopOptions | None) -> JobResult:
+    """The loop over results the matrix cells wrote (their `summary.json`), for the one job
+    that may write to GitHub: cells validate with read-only tokens, this job acts on them."""
+    from carry import loop as loopmod
+
+    if loop is None or not loop.enabled:
+        raise CarryError("carry ci loop has nothing to do", hint="pass --open-pr, "
+                         "--track-issues or both")
+    rows = [row for path in summaries for row in _read_rows(path)]
+    for name in sorted({r.series for r in rows}):
+        loopmod.check(seriesmod.find(root, name), loop)
+    out.mkdir(parents=True, exist_ok=True)
+    return finish(root, repo, JobResult("passed", rows, str(out)), loop)
+
+
+def _read_rows(path: Path) -> list[Row]:
+    """A cell's rows; its validation report sits beside its summary wherever the artifact
+    was unpacked."""
+    from dataclasses import fields
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        rows = []
+        for raw in data["rows"]:
+            row = Row(**{f.name: raw[f.name] for f in fields(Row) if f.name in raw})
+            row.stop = Conflict(**raw["stop"]) if raw.get("stop") else None
+            if row.report:
+                row.report = str(path.parent / Path(row.report).name)
+            rows.append(row)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CarryError(f"{path} is not a carry ci summary.json: {exc}") from None
+    return rows
+
+
 def _outcome(row: Row) -> str:
     if row.rebase != "applied":
         return row.rebase

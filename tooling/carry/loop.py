@@ -32,7 +32,7 @@ class Options:
     dry_run: bool = False
     forge_repo: str | None = None  # default: the manifest's [fork].repo
     base: str | None = None  # the PR's base branch; default: [fork].branch, else main
-    remote: str = "origin"
+    remote: str | None = None  # default: the manifest's [fork].remote, else origin
     api_url: str | None = None
     token_env: str | None = None  # default: $GH_TOKEN, then $GITHUB_TOKEN (forge.py)
     max_wait: float = forgemod.DEFAULT_MAX_WAIT
@@ -134,25 +134,26 @@ def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target
     branch = f"carry/{s.name}"
     pr_base = ctx.opts.base or s.manifest.fork.branch or "main"
     full = forge_repo(s, ctx.opts)
+    remote = ctx.opts.remote or s.manifest.fork.remote or "origin"
     if ctx.opts.dry_run:
         found = [p for p in ctx.forge().open_pulls(full, pr_base) if p.head == branch]
         step = (f"refresh to version {s.manifest.version + 1} on {row.ref}, "
                 if base != row.onto else "")
         act.action = "would-update" if found else "would-open"
         act.number, act.url = (found[0].number, found[0].url) if found else (0, "")
-        act.note = f"would {step}push {branch} to {ctx.opts.remote}, PR against {pr_base}"
+        act.note = f"would {step}push {branch} to {remote}, PR against {pr_base}"
         return [act]
     opts = rebase.Options(onto=[row.ref], branch=branch, refresh=base != row.onto)
     (result,) = rebase.run(s, ctx.repo, opts)
     if result.status != "applied":
         raise CarryError(f"refreshing {s.name} onto {row.ref}: {result.message or result.status}")
     fresh = seriesmod.find(s.root.parent, s.name)
-    done = prmod.run([fresh], ctx.repo, branch, ctx.opts.remote, pr_base, full,
+    done = prmod.run([fresh], ctx.repo, branch, remote, pr_base, full,
                      row.report or None, True, False, ctx.opts.access)
     act.action, act.number, act.url = done.action, done.number, done.url
     version = result.refreshed.get("version")
     act.note = (f"series refreshed to version {version}; " if version else "") + \
-        f"pushed {branch} ({done.commit[:12]}) to {ctx.opts.remote}"
+        f"pushed {branch} ({done.commit[:12]}) to {remote}"
     return [act]
 
 

@@ -87,7 +87,8 @@ def test_bad_input(case: str, setup: tuple[CommitBuilder, Path], tmp_path: Path)
     r = run_carry(*cmd, "--series-dir", str(root))
     one_line_error(r, *needles)
     assert state(root, repo.path / ".git") == before
-    assert sorted(p.name for p in root.iterdir()) == ["demo"]
+    # Nothing left behind but the series and its lock file (series/.demo.lock, kept).
+    assert sorted(p.name for p in root.iterdir()) == [".demo.lock", "demo"]
 
 
 def test_force_moves_an_existing_branch(setup: tuple[CommitBuilder, Path]) -> None:

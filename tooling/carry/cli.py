@@ -246,15 +246,16 @@ def rebase(
 
     Example: carry rebase my-fix --repo ../vllm --target upstream-main --dry-run
     """
+    from carry import locks, resume, series, views
     from carry import rebase as rebasemod
-    from carry import resume, series, views
     from carry.git import Repo
 
     opts = rebasemod.Options(onto or [], target or [], branch, refresh, fetch, dry_run)
     git_repo, root, name = resume.locate(Repo.open(repo), series_dir, name, opts,
                                          continue_, skip, abort)
-    outcome = rebasemod.command(series.find(root, name), git_repo, opts,
-                                continue_=continue_, skip=skip, abort_=abort)
+    with locks.for_rebase(root, name, git_repo, dry_run):
+        outcome = rebasemod.command(series.find(root, name), git_repo, opts,
+                                    continue_=continue_, skip=skip, abort_=abort)
     views.show_rebase(outcome, json, git_repo, str(root))
     raise typer.Exit(rebasemod.exit_code(outcome))
 

@@ -12,6 +12,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from carry import locks
 from carry import patches as patchmod
 from carry import series as seriesmod
 from carry.errors import CarryError
@@ -80,6 +81,13 @@ def run(
     today: str | None = None,
 ) -> ImportResult:
     seriesmod.check_name(name)
+    with locks.series_lock(root, name):
+        return _run(root, name, source, rng, branch, pr, base_ref, title, today)
+
+
+def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None,
+         pr: int | None, base_ref: str | None, title: str | None,
+         today: str | None) -> ImportResult:
     existing = seriesmod.find(root, name) if (root / name / seriesmod.MANIFEST).exists() else None
     with tempfile.TemporaryDirectory(prefix="carry-import-") as tmp:
         repo = open_source(source, Path(tmp))

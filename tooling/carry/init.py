@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from carry import locks
 from carry import series as seriesmod
 from carry.errors import CarryError
 from carry.git import Repo
@@ -112,16 +113,17 @@ def run(root: Path, name: str, upstream: str, fork: str, repo_path: str | None,
     seriesmod.check_name(name)
     if root.exists() and not root.is_dir():
         raise CarryError(f"--series-dir {root} is not a directory")
-    if (root / name / seriesmod.MANIFEST).exists():
-        raise CarryError(f"series {name!r} already exists in {root}",
-                         hint=f"edit {root / name / seriesmod.MANIFEST}, or pick another name")
-    repo = Repo.open(repo_path) if repo_path else None
-    try:
-        manifest, notes = build(name, upstream, fork, repo, dev_branch, base_ref, title)
-    finally:
-        if repo is not None:
-            repo.close()
-    seriesmod.write_series(root / name, manifest, {})
+    with locks.series_lock(root, name):
+        if (root / name / seriesmod.MANIFEST).exists():
+            raise CarryError(f"series {name!r} already exists in {root}",
+                             hint=f"edit {root / name / seriesmod.MANIFEST}, or pick another name")
+        repo = Repo.open(repo_path) if repo_path else None
+        try:
+            manifest, notes = build(name, upstream, fork, repo, dev_branch, base_ref, title)
+        finally:
+            if repo is not None:
+                repo.close()
+        seriesmod.write_series(root / name, manifest, {})
     return InitResult(name, str(root / name), vars(manifest.upstream), vars(manifest.fork),
                       vars(manifest.base), [vars(t) for t in manifest.targets], notes,
                       str(repo.path) if repo is not None else "")

@@ -119,8 +119,8 @@ def run(root: Path, repo: Repo, rows: list[Row], opts: Options) -> list[Action]:
 
 def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target,
                     row: Row) -> list[Action]:
+    from carry import locks, rebase
     from carry import pr as prmod
-    from carry import rebase
 
     act = Action(s.name, target.name, row.ref, "pr", "skipped")
     if not (target.kind in ("release", "dev") or (not target.kind and target.tags)):
@@ -144,7 +144,9 @@ def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target
         act.note = f"would {step}push {branch} to {remote}, PR against {pr_base}"
         return [act]
     opts = rebase.Options(onto=[row.ref], branch=branch, refresh=base != row.onto)
-    (result,) = rebase.run(s, ctx.repo, opts)
+    with locks.for_rebase(s.root.parent, s.name, ctx.repo, dry_run=False):
+        s = seriesmod.find(s.root.parent, s.name)  # as it is now that no one else writes it
+        (result,) = rebase.run(s, ctx.repo, opts)
     if result.status != "applied":
         raise CarryError(f"refreshing {s.name} onto {row.ref}: {result.message or result.status}")
     fresh = seriesmod.find(s.root.parent, s.name)

@@ -20,6 +20,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from carry import scratch
 from carry.errors import CarryError
 
 NULL_SHA = "0" * 40
@@ -385,7 +386,9 @@ class Repo:
     @contextmanager
     def temp_index(self, tree: str | None = None) -> Iterator[dict[str, str]]:
         """A private index file, so plumbing never touches the user's index or worktree."""
-        fd, name = tempfile.mkstemp(prefix="carry-index-", dir=str(self.carry_dir()))
+        where = self.carry_dir()
+        scratch.sweep(where, "carry-index-")  # what a killed run left
+        fd, name = tempfile.mkstemp(prefix=scratch.prefix("carry-index-"), dir=str(where))
         os.close(fd)
         os.unlink(name)
         env = {"GIT_INDEX_FILE": name}

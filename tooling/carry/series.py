@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from carry import scratch
 from carry.errors import CarryError
 
 SCHEMA = 1
@@ -592,7 +593,9 @@ def write_series(
     if (old_manifest, old_patches, old_cover) == (manifest_text, new_patches, new_cover):
         return False
     root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.new-", dir=str(root.parent)))
+    scratch.sweep(root.parent, f".{root.name}.new-")
+    tmp = Path(tempfile.mkdtemp(prefix=scratch.prefix(f".{root.name}.new-"),
+                                dir=str(root.parent)))
     tmp.chmod(0o755)
     try:
         (tmp / PATCH_DIR).mkdir()

@@ -274,3 +274,18 @@ def test_ci_loop_acts_on_the_cells_summaries_as_the_workflow_record_job_does(
     r = run_carry("ci", "loop", str(site.tmp / "bad.json"), "--repo", str(up.path), *LOOP,
                   env=site.env)
     assert r.code == 2 and "not a carry ci summary.json" in r.err
+
+
+def test_the_whole_job_closes_the_loop_too(site: Site) -> None:
+    """`carry ci` (every target in one process) names tag cells `release@v3`; the loop files
+    them under the manifest target `release`."""
+    _release(site.up, "v3", "core: keep only the newest state", {
+        "calc/core.py": CORE.replace("[-1:]", "[-1:]  # newest only")})
+    job = site.carry("ci", "--repo", str(site.up.path), "--engine", "local", "--out",
+                     str(site.tmp / "out"), *LOOP, codes=(1,))
+    assert [r["target"] for r in job["rows"]] == ["release@v3"]
+    (act,) = job["loop"]
+    assert (act["kind"], act["action"], act["target"], act["ref"]) == (
+        "issue", "opened", "release", "v3")
+    (issue,) = site.gh.state.repos[FORK].issues.values()
+    assert tracking.matches(issue.body, "good", "release") is not None

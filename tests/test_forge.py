@@ -39,7 +39,7 @@ def test_pr_dry_run_touches_nothing(gh: github_server.RunningServer, fork: Commi
     assert out["action"] == "would-open" and out["missing"] == []
     assert "<!-- carry:series=demo -->" in out["body"]
     assert "## Test Plan" in out["body"] and "## AI assistance" in out["body"]
-    assert "OpenAI Codex: patches 0003" in out["body"]
+    assert "- OpenAI Codex assisted patch 0003 (`Assisted-by: OpenAI Codex`)." in out["body"]
     assert gh.state.requests == []
     assert git(fork.path, "ls-remote", "origin", "refs/heads/carry/demo") == ""
 
@@ -115,7 +115,7 @@ def test_pr_body_quotes_the_last_validation_of_the_same_tree(tmp_path: Path,
     pr_args = ["pr", "good", "--repo", str(up.path), "--branch", "carry/good", "--forge-repo",
                FORK, "--base", "main", "--dry-run", "--json"]
     before = json.loads(run_carry(*pr_args, env=env).out)["body"]
-    assert "No validation report was given." in before
+    assert "No validation report of this tree was given." in before
     v = run_carry("validate", "good", "--repo", str(up.path), "--commit", "carry/good",
                   "--engine", "local", env=env)
     assert v.code == 0, v.out + v.err

@@ -306,8 +306,11 @@ def pr(
     forge_repo: ForgeRepo,
     base: Annotated[str, typer.Option(help="The branch the PR targets.")],
     remote: Annotated[str, typer.Option(help="The git remote to push to.")] = "origin",
-    validation: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        help="A `carry validate --json` report (default: the last validation of this tree).")] = None,  # noqa: E501
+    validation: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        help="A `carry validate --json` report of this tree; once per series "
+        "(default: each series' last validation of this tree).")] = None,
+    allow_failed: Annotated[bool, typer.Option(
+        "--allow-failed", help="Publish a failed validation (the body says it failed).")] = False,
     title: Annotated[Optional[str], typer.Option(help="PR title.")] = None,  # noqa: UP045
     draft: Annotated[bool, typer.Option("--draft/--ready", help="Open as a draft.")] = True,
     force: Annotated[bool, typer.Option(help="Open even if patches are missing.")] = False,
@@ -331,7 +334,7 @@ def pr(
     root = _root(series_dir)
     result = prmod.run([series.find(root, n) for n in names], Repo.open(repo), branch, remote,
                        base, forge_repo, validation, draft, dry_run,
-                       Access(api_url, token_env, max_wait), title, force)
+                       Access(api_url, token_env, max_wait), title, force, allow_failed)
     views.show_pr(result, json)
 
 

@@ -4,6 +4,7 @@ whose description is generated from the series and the last validation report.""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,18 +33,16 @@ class PrResult:
     missing: list[str] = field(default_factory=list)
 
 
-def load_report(path: str | None) -> dict[str, Any] | None:
-    if not path:
-        return None
+def load_reports(path: str) -> list[dict[str, Any]]:
+    """The reports in a `carry validate --json` file: one, or a list over several targets."""
     try:
         data = json.loads(Path(path).read_text("utf-8"))
     except (OSError, ValueError) as exc:
         raise CarryError(f"cannot read validation report {path}: {exc}") from None
-    if isinstance(data, list):  # `carry validate --json` over several targets
-        data = data[0] if data else None
-    if not isinstance(data, dict) or "steps" not in data:
+    items = data if isinstance(data, list) else [data]
+    if not items or not all(isinstance(d, dict) and "steps" in d for d in items):
         raise CarryError(f"{path} is not a carry validate --json report")
-    return data
+    return items
 
 
 def last_report(repo: Repo, name: str, commit: str) -> dict[str, Any] | None:
@@ -54,9 +53,37 @@ def last_report(repo: Repo, name: str, commit: str) -> dict[str, Any] | None:
     path = last_report_path(repo, name)
     if not path.exists():
         return None
-    data = load_report(str(path))
+    (data,) = load_reports(str(path))
     tree = repo.rev_parse(commit, "tree")
-    return data if data and data.get("head_tree") == tree else None
+    return data if data.get("head_tree") == tree else None
+
+
+def reports_for(series_list: list[Series], repo: Repo, branch: str, commit: str,
+                paths: Sequence[str], allow_failed: bool) -> dict[str, dict[str, Any] | None]:
+    """Each series' report, bound to the tree the PR proposes: a report of another tree, of
+    another series or (without --allow-failed) a failed one is refused, never quoted."""
+    tree = repo.rev_parse(commit, "tree")
+    names = [s.name for s in series_list]
+    given: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        for rep in load_reports(path):
+            name = str(rep.get("series", ""))
+            if name not in names:
+                raise CarryError(f"{path} is a report for series {name or '(none)'}, which "
+                                 f"this PR does not carry ({', '.join(names)})")
+            if rep.get("head_tree") != tree:
+                raise CarryError(
+                    f"{path} validated tree {str(rep.get('head_tree') or '(none)')[:12]}, not "
+                    f"the tree of {branch} ({tree[:12]}): a PR quotes only its own tree",
+                    hint=f"carry validate {name} --commit {branch}")
+            given[name] = rep
+    out = {n: given.get(n) or last_report(repo, n, commit) for n in names}
+    for name, found in out.items():
+        if found is not None and found.get("status") != "passed" and not allow_failed:
+            raise CarryError(f"the validation of {name} on this tree {found.get('status')}: "
+                             f"{found.get('summary', '')}",
+                             hint="fix it, or pass --allow-failed to publish the failure")
+    return out
 
 
 def series_patch_ids(repo: Repo, series_list: list[Series]) -> dict[str, str]:
@@ -78,9 +105,18 @@ def missing_patches(repo: Repo, series_list: list[Series], base: str, head: str)
                   if pid not in have)
 
 
+def find_open(forge: forgemod.Forge, forge_repo: str,
+              names: list[str]) -> list[forgemod.PullInfo]:
+    """The open PRs whose marker names exactly this set of series, whatever their branch."""
+    want = set(names)
+    return [p for p in forge.open_pulls(forge_repo)
+            if set(prbody.marked_series(p.body)) == want]
+
+
 def run(series_list: list[Series], repo: Repo, branch: str, remote: str, base: str,
-        forge_repo: str, report_path: str | None, draft: bool, dry_run: bool,
-        access: forgemod.Access, title: str | None = None, force: bool = False) -> PrResult:
+        forge_repo: str, report_path: str | Sequence[str] | None, draft: bool, dry_run: bool,
+        access: forgemod.Access, title: str | None = None, force: bool = False,
+        allow_failed: bool = False) -> PrResult:
     if not series_list:
         raise CarryError("name at least one series")
     for s in series_list:
@@ -93,16 +129,22 @@ def run(series_list: list[Series], repo: Repo, branch: str, remote: str, base: s
     if missing and not force:
         raise CarryError(f"branch {branch} does not carry {len(missing)} series patch(es), "
                          f"first {missing[0]}", hint="rebase with --refresh, or pass --force")
-    report = (load_report(report_path) if report_path
-              else last_report(repo, series_list[0].name, commit))
-    body = prbody.render(series_list, report, title)
+    paths = [report_path] if isinstance(report_path, str) else list(report_path or [])
+    reports = reports_for(series_list, repo, branch, commit, paths, allow_failed)
+    body = prbody.render(series_list, reports, title)
     result = PrResult([s.name for s in series_list], forge_repo, branch, base, commit,
                       body.title, body.text, dry_run, "would-open", missing=missing)
     if dry_run:
         return result
     forge = access.connect()
-    existing = [p for p in forge.open_pulls(forge_repo, base) if p.head == branch]
-    repo.push(remote, commit, branch, repo.remote_head(remote, branch))
+    existing = find_open(forge, forge_repo, result.series)
+    if existing and existing[0].base != base:
+        raise CarryError(f"open PR #{existing[0].number} already carries "
+                         f"{', '.join(result.series)} against {existing[0].base}, not {base}",
+                         hint="close it or retarget it first: carry opens one PR per series set")
+    head = existing[0].head if existing else branch
+    repo.push(remote, commit, head, repo.remote_head(remote, head))
+    result.head = head
     if existing:
         pr = forge.edit_pull(forge_repo, existing[0].number, title=body.title, body=body.text)
         result.action = "updated"

@@ -1,10 +1,17 @@
-"""The PR description: prose from `cover.md`, everything else generated from the manifest,
-the patches' trailers and the last validation report, so the Test Plan shows the commands
-exactly as they ran and the Test Result shows the counts they produced."""
+"""The PR description, in the shape of #643's: Purpose, Related work, Test Plan, Test Result,
+AI assistance and a checklist, one section per series when a PR carries several.
+
+Prose comes from each series' `cover.md`; everything else is generated from facts: the
+manifest's provenance (with each PR's role), the patches' trailers against the policy, and the
+series' own validation report, so the Test Plan shows the commands exactly as they ran (with
+no host path) and the Test Result shows the counts they produced. The checklist is computed
+from the same facts, never asserted.
+"""
 
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +20,15 @@ from carry.series import Series
 
 MARKER = "<!-- carry:series={names} -->"
 MARKER_RE = re.compile(r"<!-- carry:series=([\w.,-]+) -->")
+Report = dict[str, Any]
+
+_ROLE_WORDS = {
+    "origin": "the origin of this work",
+    "superseded": "superseded",
+    "consolidated": "the consolidated PR",
+    "upstream-equivalent": "the upstream form of this work",
+    "related": "related, not a duplicate",
+}
 
 
 @dataclass(frozen=True)
@@ -33,89 +49,221 @@ def marked_series(body: str) -> list[str]:
     return m.group(1).split(",") if m else []
 
 
-def _cover_sections(cover: str) -> str:
-    """cover.md without its top-level title: the PR has its own."""
-    lines = cover.strip().splitlines()
-    if lines and lines[0].startswith("# "):
-        lines = lines[1:]
-    return "\n".join(lines).strip()
+def cover_sections(cover: str) -> dict[str, str]:
+    """cover.md by `## ` heading (lower-cased); text before the first one is "purpose". The
+    top-level title goes: the PR has its own."""
+    out: dict[str, list[str]] = {"purpose": []}
+    current = "purpose"
+    for line in cover.strip().splitlines():
+        if line.startswith("# "):
+            continue
+        if line.startswith("## "):
+            current = line[3:].strip().lower()
+            out.setdefault(current, [])
+            continue
+        out[current].append(line)
+    return {k: "\n".join(v).strip() for k, v in out.items() if "\n".join(v).strip()}
 
 
-def _ai_section(plist: list[patchmod.Patch], key: str) -> str:
-    tools: dict[str, list[str]] = {}
-    unattributed = []
+def _related(series: Series, prose: str) -> str:
+    lines = []
+    for p in series.manifest.provenance:
+        state = ", ".join(x for x in (p.state, "draft" if p.draft else "") if x)
+        facts = [f"{_ROLE_WORDS.get(p.role, p.role)} (role `{p.role}`"
+                 + (f", {state}" if state else "") + ")"]
+        if p.patches:
+            facts.append("patches " + ", ".join(f"{n:04d}" for n in p.patches))
+        if p.merged_as:
+            facts.append(f"merged as `{p.merged_as}`" + (f" into `{p.into}`" if p.into else ""))
+        if p.superseded_by:
+            facts.append(f"superseded by {p.superseded_by}")
+        title = f" \"{p.title}\"" if p.title else ""
+        note = f". {p.note[0].upper()}{p.note[1:]}" if p.note else ""
+        lines.append(f"- {p.pr}{title}: {'; '.join(facts)}{note}.".replace("..", "."))
+    parts = ["\n".join(lines)] if lines else []
+    if prose:
+        parts.append(prose)
+    return "\n\n".join(parts) or "No related PR is recorded in the manifest's provenance."
+
+
+def _command(step: dict[str, Any], report: Report) -> str:
+    """A step's command as a reader can run it in their checkout: no JUnit path of the run
+    directory, and the local interpreter named as `python`, not by its host path."""
+    try:
+        argv = shlex.split(step.get("command", ""))
+    except ValueError:
+        return str(step.get("command", ""))
+    argv = [a for a in argv if not a.startswith("--junitxml=")]
+    if report.get("engine") == "local" and argv and argv[0] == report.get("python"):
+        argv[0] = "python"
+    return shlex.join(argv)
+
+
+def _test_plan(series: Series, report: Report | None) -> str:
+    plan = series.manifest.test
+    if report is None:
+        where = (f"in the container `{plan.image}`" if plan.image
+                 else "with the local interpreter")
+        return ("Not validated yet on this tree. The plan runs "
+                + (", ".join(f"`{s}`" for s in plan.suites) or "no pytest suite")
+                + f" {where}.")
+    steps = report.get("steps", [])
+    out = []
+    if report.get("image"):
+        out.append(f"The commands ran in the container image `{report['image']}` "
+                   f"(engine {report.get('engine')}), with its `{report.get('python')}`.")
+    else:
+        out.append(f"The commands ran with no container (engine {report.get('engine')}), "
+                   "with the local `python`; no image digest applies.")
+    if plan.requirements:
+        out.append("Extra requirements, installed before pytest because the environment does "
+                   "not include them: " + ", ".join(f"`{r}`" for r in plan.requirements) + ".")
+    commands = [_command(s, report) for s in steps
+                if s.get("kind") in ("install", "pytest", "hook") and s.get("command")]
+    if commands:
+        out.append("```\n" + "\n".join(commands) + "\n```")
+    if any(s.get("kind") == "diff-check" for s in steps):
+        out.append("Then `git diff --check` over the series' range.")
+    return "\n\n".join(out)
+
+
+def _counts(s: dict[str, Any]) -> str:
+    parts = [f"{s[k]} {k}" for k in ("passed", "failed", "errors", "skipped") if s.get(k)]
+    return ", ".join(parts) or "no tests"
+
+
+def _step_line(step: dict[str, Any]) -> str:
+    kind, name = step.get("kind", ""), str(step.get("name", ""))
+    what = {"install": "Installing the extra requirements",
+            "pytest": "The pytest command",
+            "diff-check": "`git diff --check`",
+            "baseline": "The baseline run on the unfixed base"}.get(kind, "")
+    if kind == "hook":
+        what = f"The pre-commit hook `{name.removeprefix('hook ')}`"
+    note = f" ({step['note']})" if step.get("note") else ""
+    return f"- {what or name}: {step.get('status')}{note}."
+
+
+def _baseline(base: dict[str, Any]) -> list[str]:
+    out = [f"Baseline, the series' tests on the unfixed base: {base.get('summary', '')}."]
+    run = base.get("run") or {}
+    for f in run.get("failures", []):
+        msg = f": {f['message']}" if f.get("message") else ""
+        out.append(f"- `{f['test']}` {f['kind']}{msg}")
+    if base.get("proven"):
+        out.append(f"{len(base['proven'])} test(s) fail without the fix and pass with it.")
+    if base.get("note"):
+        out.append(str(base["note"]))
+    return out
+
+
+def _test_result(report: Report | None) -> str:
+    if report is None:
+        return "No validation report of this tree was given."
+    out = []
+    if report.get("status") != "passed":
+        out.append(f"**This validation {report.get('status')}**, and the PR is published "
+                   "with `--allow-failed`.")
+    base = report.get("baseline")
+    if base:
+        out += _baseline(base)
+    out.append(f"Current head: {report.get('summary', '')}.")
+    suites = (report.get("tests") or {}).get("suites", [])
+    out += [f"- `{s['suite']}`: {_counts(s)}" for s in suites]
+    failures = (report.get("tests") or {}).get("failures", [])
+    out += [f"- failing: `{f['test']}`" + (f": {f['message']}" if f.get("message") else "")
+            for f in failures]
+    out += [_step_line(s) for s in report.get("steps", []) if s.get("kind") != "pytest"]
+    cached = " (answered from the results cache)" if report.get("cached") else ""
+    out.append(f"Validated head `{str(report.get('head', ''))[:12]}` on "
+               f"`{report.get('onto_ref', '')}`{cached}.")
+    return "\n".join(out)
+
+
+def _nums(nums: list[int]) -> str:
+    return ("patch " if len(nums) == 1 else "patches ") + ", ".join(f"{n:04d}" for n in nums)
+
+
+def _ai(series: Series, plist: list[patchmod.Patch]) -> str:
+    policy = series.manifest.policy
+    key = policy.ai_attribution
+    tools: dict[str, list[int]] = {}
+    without = []
     for p in plist:
         found = [t.value for t in p.trailers if t.is_(key) or t.is_("Co-authored-by")
                  and "noreply" in t.value.lower()]
         for value in found:
-            tools.setdefault(value, []).append(f"{p.number:04d}")
+            tools.setdefault(value, []).append(p.number)
         if not found:
-            unattributed.append(f"{p.number:04d}")
+            without.append(p.number)
+    out = [f"- {tool} assisted {_nums(nums)} (`{key}: {tool}`)." for tool, nums in tools.items()]
     if not tools:
-        return "No patch carries an AI attribution trailer."
-    lines = [f"- {tool}: patches {', '.join(nums)}" for tool, nums in tools.items()]
-    if unattributed:
-        lines.append(f"- no `{key}:` trailer: patches {', '.join(unattributed)}")
-    return "\n".join(lines)
+        out.append(f"- No patch carries an `{key}:` trailer.")
+    elif without:
+        out.append(f"- {_nums(without).capitalize()} carry no `{key}:` trailer.")
+    for exc in policy.exceptions:
+        out.append(f"- Policy exception, {_nums([exc.patch])} without "
+                   f"{', '.join(f'`{t}:`' for t in exc.trailers)}: {exc.reason}.")
+    return "\n".join(out)
 
 
-def _test_plan(report: dict[str, Any] | None, series: Series) -> str:
-    if report is None:
-        plan = series.manifest.test
-        return ("Not validated yet. The plan runs the suites "
-                + ", ".join(f"`{s}`" for s in plan.suites) + f" in `{plan.image or 'local'}`.")
-    lines = []
-    if report.get("image"):
-        lines.append(f"Container image: `{report['image']}` (engine {report.get('engine')}).")
-    lines.append("")
-    lines.append("```")
-    lines += [s["command"] for s in report.get("steps", []) if s.get("command")]
-    lines.append("```")
-    return "\n".join(lines).strip()
+def _trailers_ok(series: Series, plist: list[patchmod.Patch]) -> bool:
+    policy = series.manifest.policy
+    return all(any(t.is_(req) for t in p.trailers) or policy.exception_for(p.number, req)
+               for p in plist for req in policy.required)
 
 
-def _test_result(report: dict[str, Any] | None) -> str:
-    if report is None:
-        return "No validation report was given."
-    lines = [f"- {report.get('summary', '')}"]
-    for s in report.get("steps", []):
-        note = f" ({s['note']})" if s.get("note") else ""
-        lines.append(f"- {s['kind']} {s['name']}: {s['status']}{note}")
-    base = report.get("baseline")
-    if base:
-        lines.append(f"- baseline on the unfixed base: {base.get('summary', '')}")
-    lines.append(f"- validated head `{report.get('head', '')[:12]}` on "
-                 f"`{report.get('onto_ref', '')}` ({report.get('onto', '')[:12]})")
-    return "\n".join(lines)
+def _checklist(series_list: list[Series], reports: dict[str, Report | None],
+               plists: dict[str, list[patchmod.Patch]]) -> str:
+    def described(s: Series) -> bool:
+        cover = cover_sections(s.cover)
+        related = [p for p in s.manifest.provenance if p.role == "related"]
+        return bool(cover.get("purpose")) and all(p.note or "related work" in cover
+                                                  for p in related)
+
+    tested = [reports.get(s.name) for s in series_list]
+    items = [
+        ("The purpose and the distinction from related PRs are described above.",
+         all(described(s) for s in series_list)),
+        ("Test commands and current results are included.",
+         all(r is not None and r.get("status") == "passed" for r in tested)),
+        ("The tests ran in an image pinned by digest.",
+         all(r is not None and "@sha256:" in str(r.get("image", "")) for r in tested)),
+        ("Every commit carries the trailers the policy requires, or a named exception.",
+         all(_trailers_ok(s, plists[s.name]) for s in series_list)),
+    ]
+    return "\n".join(f"- [{'x' if ok else ' '}] {text}" for text, ok in items)
 
 
-def render(series_list: list[Series], report: dict[str, Any] | None = None,
+def _section(series: Series, report: Report | None, plist: list[patchmod.Patch],
+             h: str) -> list[str]:
+    cover = cover_sections(series.cover)
+    parts = [f"{h} Purpose\n\n" + (cover.get("purpose") or series.manifest.title)]
+    for heading, text in cover.items():
+        if heading not in ("purpose", "related work"):
+            parts.append(f"{h} {heading[0].upper()}{heading[1:]}\n\n{text}")
+    commits = "\n".join(f"- `{p.file}` {p.subject} ({p.author.name})" for p in plist)
+    parts.append(f"{h} Commits\n\n{commits}")
+    parts.append(f"{h} Related work\n\n" + _related(series, cover.get("related work", "")))
+    parts.append(f"{h} Test Plan\n\n" + _test_plan(series, report))
+    parts.append(f"{h} Test Result\n\n" + _test_result(report))
+    parts.append(f"{h} AI assistance\n\n" + _ai(series, plist))
+    return parts
+
+
+def render(series_list: list[Series], reports: dict[str, Report | None] | None = None,
            title: str | None = None) -> Body:
-    names = [s.name for s in series_list]
+    reports = reports or {}
     plists = {s.name: [patchmod.load(p.path, p.number) for p in s.patches()]
               for s in series_list}
-    head_title = title or (series_list[0].manifest.title if len(series_list) == 1
+    several = len(series_list) > 1
+    head_title = title or (series_list[0].manifest.title if not several
                            else "Consolidated: " + "; ".join(s.manifest.title
                                                              for s in series_list))
-    parts = [marker(names)]
+    parts = [marker([s.name for s in series_list])]
     for s in series_list:
-        if len(series_list) > 1:
-            parts.append(f"## {s.manifest.title}")
-        parts.append(_cover_sections(s.cover) or s.manifest.title)
-        commits = "\n".join(f"- `{p.file}` {p.subject} ({p.author.name})"
-                            for p in plists[s.name])
-        parts.append(f"### Commits\n\n{commits}")
-    all_patches = [p for s in series_list for p in plists[s.name]]
-    key = series_list[0].manifest.policy.ai_attribution
-    parts.append("## Test Plan\n\n" + _test_plan(report, series_list[0]))
-    parts.append("## Test Result\n\n" + _test_result(report))
-    parts.append("## AI assistance\n\n" + _ai_section(all_patches, key))
-    passed = report is not None and report.get("status") == "passed"
-    checklist = [
-        ("The purpose and the distinction from related PRs are described above.", True),
-        ("Test commands and current results are included.", passed),
-        ("Every commit keeps its original author, date and trailers.", True),
-    ]
-    parts.append("## Checklist\n\n" + "\n".join(f"- [{'x' if ok else ' '}] {text}"
-                                                 for text, ok in checklist))
+        if several:
+            parts.append(f"## Series {s.name}: {s.manifest.title}")
+        parts += _section(s, reports.get(s.name), plists[s.name], "###" if several else "##")
+    parts.append("## Checklist\n\n" + _checklist(series_list, reports, plists))
     return Body(head_title, "\n\n".join(parts).strip() + "\n")

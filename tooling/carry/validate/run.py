@@ -155,6 +155,10 @@ def run(
             report = Report.from_data(hit)
             # the record of what ran stays; today's commit may differ only in its dates
             report.cached, report.cached_for = True, t.head
+            # another series with the same plan may have filled the entry: this is its run now
+            report.series, report.version = series.name, series.manifest.version
+            # recorded as a fresh run is, so `carry pr` quotes it
+            cache.write_atomic(last_report_path(repo, series.name), render.to_data(report))
             return report
     engine.check()
     stamp = dt.datetime.now(dt.UTC)

@@ -219,9 +219,19 @@ def _comment_once(forge: forgemod.Forge, forge_repo: str, look: Looked,
         look.actions.append("commented")
 
 
-def _record(series: Series, forge_repo: str, by: forgemod.PullInfo,
+def _record(loaded: Series, forge_repo: str, by: forgemod.PullInfo,
             closed: list[Looked]) -> list[str]:
-    """The manifest's provenance after the closes: each closed PR superseded by N."""
+    """The manifest's provenance after the closes: each closed PR superseded by N. Read again
+    under the series lock, so a change another command made meanwhile is kept."""
+    from carry.locks import series_lock
+
+    with series_lock(loaded.root.parent, loaded.name):
+        series = seriesmod.find(loaded.root.parent, loaded.name)
+        return _update(series, forge_repo, by, closed)
+
+
+def _update(series: Series, forge_repo: str, by: forgemod.PullInfo,
+            closed: list[Looked]) -> list[str]:
     changes = []
     for look in closed:
         pr = f"{forge_repo}#{look.number}"

@@ -79,6 +79,7 @@ class Fault:
     retry_after: str | None = None
     times: int = 1
     path: str = ""
+    raw: bytes | None = None  # answer these bytes instead of GitHub's error document
 
 
 FAULT_BODIES = {
@@ -121,9 +122,10 @@ class GitHubState:
         self.before_comment: Callable[[str, int, str], None] | None = None
 
     def fault(self, status: int, times: int = 1, retry_after: str | None = None,
-              path: str = "") -> None:
-        """Script a failure GitHub can answer with (401, secondary 403, 429, 500, 502...)."""
-        self.faults.append(Fault(status, retry_after, times, path))
+              path: str = "", raw: bytes | None = None) -> None:
+        """Script a failure GitHub can answer with (401, secondary 403, 429, 500, 502...), or
+        with `raw`, any answer at all (a proxy's HTML page, JSON of the wrong shape)."""
+        self.faults.append(Fault(status, retry_after, times, path, raw))
 
     def take_fault(self, path: str) -> Fault | None:
         with self.lock:
@@ -195,6 +197,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def send_raw(self, status: int, data: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def body(self) -> Any:
         n = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(n) if n else b""
@@ -221,6 +230,8 @@ class _Handler(BaseHTTPRequestHandler):
         fault = self.state.take_fault(path)
         if fault is not None:
             self.body()  # the request is read whole, as GitHub's front end does
+            if fault.raw is not None:
+                return self.send_raw(fault.status, fault.raw)
             headers = {"Retry-After": fault.retry_after} if fault.retry_after else None
             return self.send(fault.status, {
                 "message": FAULT_BODIES[fault.status],

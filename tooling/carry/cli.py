@@ -3,6 +3,7 @@ lives in the module named after it, and the printing in `views`."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -40,6 +41,13 @@ def _name(value: str | None) -> str | None:
         return value if value is None else check_name(value)
     except CarryError as exc:
         raise typer.BadParameter(exc.line()) from None
+
+
+def _branch(value: str | None) -> str | None:
+    """A branch is never an option: `--branch -x` would write refs/heads/-x."""
+    if value is not None and (value.startswith("-") or not value.strip()):
+        raise typer.BadParameter(f"{value!r} is not a branch name (it cannot start with '-')")
+    return value
 
 
 Name = Annotated[str, typer.Argument(callback=_name,
@@ -80,7 +88,7 @@ def import_(
     name: Name,
     repo: Annotated[str, typer.Option("--repo", help="Path or URL of the repository to read.")],
     range_: Annotated[Optional[str], typer.Option("--range", help="BASE..HEAD")] = None,  # noqa: UP045
-    branch: Annotated[Optional[str], typer.Option(help="Import merge-base(--base, BRANCH)..BRANCH.")] = None,  # noqa: UP045,E501
+    branch: Annotated[Optional[str], typer.Option(callback=_branch, help="Import merge-base(--base, BRANCH)..BRANCH.")] = None,  # noqa: UP045,E501
     pr: Annotated[Optional[int], typer.Option(help="Import refs/pull/N/head against --base.")] = None,  # noqa: UP045,E501
     base: Annotated[Optional[str], typer.Option(help="The base ref (default: the manifest's).")] = None,  # noqa: UP045,E501
     title: Annotated[Optional[str], typer.Option(help="Title for a new series.")] = None,  # noqa: UP045
@@ -128,7 +136,8 @@ def apply(
     name: Name,
     repo: RepoPath,
     onto: Annotated[str, typer.Option(help="Commit, branch or tag to build on.")],
-    branch: Annotated[str, typer.Option(help="Branch to create with the result.")],
+    branch: Annotated[str, typer.Option(callback=_branch,
+                                        help="Branch to create with the result.")],
     force: Annotated[bool, typer.Option(help="Move BRANCH if it already exists.")] = False,
     series_dir: SeriesDir = None,
     json: Json = False,
@@ -179,6 +188,9 @@ def validate(
     from carry.git import Repo
     from carry.validate import run as validate_run
 
+    if onto and commit:
+        raise CarryError("give --onto REF or --commit C, not both",
+                         hint="--onto builds the series on REF; --commit validates a built C")
     report = validate_run.run(series.find(_root(series_dir), name), Repo.open(repo), onto, commit,
                               engine, python, baseline, not no_cache,
                               progress=None if json else render.progress("validating"),
@@ -229,7 +241,7 @@ def rebase(
     onto: Refs = None,
     target: Targets = None,
     branch: Annotated[Optional[str], Flag(  # noqa: UP045
-        help="Branch to write (default: carry/NAME/TARGET).")] = None,
+        callback=_branch, help="Branch to write (default: carry/NAME/TARGET).")] = None,
     refresh: Annotated[bool, Flag(help="Write the result back as the next version.")] = False,
     fetch: Annotated[bool, Flag(help="Fetch the manifest's remotes first.")] = False,
     dry_run: Annotated[bool, Flag("--dry-run", help="Report only; write no ref.")] = False,
@@ -302,7 +314,8 @@ def pr(
     names: Annotated[list[str], typer.Argument(metavar="NAME...",
                                                help="One series, or several to consolidate.")],
     repo: RepoPath,
-    branch: Annotated[str, typer.Option(help="The branch that carries the series.")],
+    branch: Annotated[str, typer.Option(callback=_branch,
+                                        help="The branch that carries the series.")],
     forge_repo: ForgeRepo,
     base: Annotated[str, typer.Option(help="The branch the PR targets.")],
     remote: Annotated[str, typer.Option(help="The git remote to push to.")] = "origin",
@@ -609,6 +622,16 @@ def releases(
 from carry import cli_start  # noqa: E402,F401 - registers init and status on `app`
 
 
+def _fail(exc: CarryError) -> None:
+    print(f"carry: error: {exc.line()}", file=sys.stderr)
+    if "--json" in sys.argv[1:]:  # a script reading stdout gets the error there too
+        import json
+
+        print(json.dumps({"error": " ".join(str(exc).split()), "hint": exc.hint,
+                          "exit": exc.exit_code}))
+    sys.exit(exc.exit_code)
+
+
 def main() -> None:
     # typer 0.28 (pinned in pyproject) vendors click, so `click` itself need not be installed.
     from typer._click.exceptions import ClickException
@@ -621,13 +644,7 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except CarryError as exc:
-        print(f"carry: error: {exc.line()}", file=sys.stderr)
-        if "--json" in sys.argv[1:]:  # a script reading stdout gets the error there too
-            import json
-
-            print(json.dumps({"error": " ".join(str(exc).split()), "hint": exc.hint,
-                              "exit": exc.exit_code}))
-        sys.exit(exc.exit_code)
+        _fail(exc)
     except ClickException as exc:
         # One line, as every other error: click's usage block is what --help is for.
         print(f"carry: error: {' '.join(exc.format_message().split())} "
@@ -638,4 +655,13 @@ def main() -> None:
     except KeyboardInterrupt:
         print("carry: interrupted", file=sys.stderr)
         sys.exit(130)
+    except OSError as exc:
+        # A path the user gave that the system refuses (--out /dev/null/x, a full disk).
+        where = f"{exc.filename}: " if exc.filename else ""
+        _fail(CarryError(f"{where}{exc.strerror or exc}"))
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback
+        if os.environ.get("CARRY_DEBUG"):
+            raise
+        _fail(CarryError(f"internal error: {type(exc).__name__}: {exc}",
+                         hint="CARRY_DEBUG=1 shows where; please report it"))
     sys.exit(code if isinstance(code, int) else 0)

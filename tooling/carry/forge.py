@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from carry import redact
 from carry.errors import CarryError
@@ -69,7 +70,12 @@ class IssueInfo:
 
 def api_url(explicit: str | None = None) -> str:
     """--api-url, then $GITHUB_API_URL (set by GitHub Actions and GHES), then github.com."""
-    return (explicit or os.environ.get("GITHUB_API_URL") or DEFAULT_API).rstrip("/")
+    url = (explicit or os.environ.get("GITHUB_API_URL") or DEFAULT_API).rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise CarryError(f"the GitHub API URL {url!r} is not an http(s) URL",
+                         hint="pass --api-url https://HOST/api/v3, or fix $GITHUB_API_URL")
+    return url
 
 
 def token_from_env(var: str | None = None) -> str:
@@ -79,6 +85,10 @@ def token_from_env(var: str | None = None) -> str:
         value = os.environ.get(name, "").strip()
         if value:
             redact.register(value)
+            if not (value.isascii() and value.isprintable() and " " not in value):
+                raise CarryError(f"the token in ${name} holds characters that an HTTP header "
+                                 "cannot carry (GitHub tokens are plain ASCII)",
+                                 hint=f"check the value of ${name}")
             return value
     shown = " or ".join(f"${n}" for n in names)
     raise CarryError(f"no GitHub token: {shown} is not set",
@@ -208,6 +218,12 @@ class Forge:
                              f"{message}{': ' + detail if detail else ''}") from None
         except OSError as exc:
             raise ForgeError(f"cannot reach {self.url}: {exc.strerror or exc}") from None
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            # A 200 that is not GitHub's JSON (a proxy's page, another shape): PyGithub fails
+            # as it reads the object, whichever attribute that is.
+            raise ForgeError(f"{self.url} gave an answer for {what} that is not GitHub's: "
+                             f"{type(exc).__name__}",
+                             hint="check --api-url / $GITHUB_API_URL") from None
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         """fn(), tried again while GitHub says to and the --max-wait budget lasts."""

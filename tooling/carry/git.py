@@ -147,12 +147,17 @@ class Repo:
             raise CarryError(f"repository does not exist: {p}")
         # --show-toplevel fails in a bare repository, so ask for the git dir as well.
         out = subprocess.run(
-            ["git", "-C", str(p), "rev-parse", "--is-bare-repository", "--absolute-git-dir"],
+            ["git", "-C", str(p), "rev-parse", "--is-bare-repository", "--absolute-git-dir",
+             "--show-object-format"],
             capture_output=True, stdin=subprocess.DEVNULL,
         )
         if out.returncode != 0:
             raise CarryError(f"not a git repository: {p}")
-        bare, git_dir = out.stdout.decode().splitlines()[:2]
+        bare, git_dir, object_format = out.stdout.decode().splitlines()[:3]
+        if object_format != "sha1":
+            # Patch files, the manifest and carry's object writer all name SHA-1 ids.
+            raise CarryError(f"{p} is a {object_format.upper().replace('SHA', 'SHA-')} "
+                             "repository; carry supports SHA-1 repositories only")
         if bare == "true":
             return cls(Path(git_dir).resolve())
         top = subprocess.run(["git", "-C", str(p), "rev-parse", "--show-toplevel"],
@@ -176,7 +181,10 @@ class Repo:
             said = [ln.strip(" '") for ln in str(exc.stderr or "").splitlines()]
             why = next((ln[ln.index("fatal:"):] for ln in said if "fatal:" in ln), "git failed")
             raise CarryError(f"cannot clone {url}: {why}") from None
-        return cls(dest.resolve())
+        try:
+            return cls.open(dest)
+        except CarryError as exc:
+            raise CarryError(str(exc).replace(str(dest), url)) from None
 
     # -- running ---------------------------------------------------------------------------
 

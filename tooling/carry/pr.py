@@ -42,7 +42,32 @@ def load_reports(path: str) -> list[dict[str, Any]]:
     items = data if isinstance(data, list) else [data]
     if not items or not all(isinstance(d, dict) and "steps" in d for d in items):
         raise CarryError(f"{path} is not a carry validate --json report")
+    for item in items:
+        _check_shape(path, item)
     return items
+
+
+def _check_shape(path: str, data: dict[str, Any]) -> None:
+    """The fields the PR body reads, with the types `carry validate --json` writes: a report
+    edited by hand or from elsewhere is refused here, not half-rendered."""
+    def want(ok: bool, where: str, what: str) -> None:
+        if not ok:
+            raise CarryError(f"{path}: {where} must be {what}, as carry validate --json "
+                             "writes it")
+
+    steps = data["steps"]
+    want(isinstance(steps, list), "'steps'", "a list")
+    for i, step in enumerate(steps):
+        want(isinstance(step, dict), f"steps[{i}]", "an object")
+        for key in ("kind", "name", "status"):
+            want(isinstance(step.get(key), str), f"steps[{i}].{key}", "a string")
+        for key in ("command", "note"):
+            want(isinstance(step.get(key, ""), str | None), f"steps[{i}].{key}", "a string")
+    for key in ("summary", "status", "head", "head_tree", "onto", "onto_ref"):
+        want(isinstance(data.get(key, ""), str), f"'{key}'", "a string")
+    base = data.get("baseline")
+    want(base is None or isinstance(base, dict) and isinstance(base.get("summary", ""), str),
+         "'baseline'", "an object with a string 'summary'")
 
 
 def last_report(repo: Repo, name: str, commit: str) -> dict[str, Any] | None:

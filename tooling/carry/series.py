@@ -213,11 +213,12 @@ class Series:
 
 def series_dir(explicit: str | Path | None = None) -> Path:
     """--series-dir, then $CARRY_SERIES_DIR, then `series/` of the current checkout."""
-    if explicit:
-        return Path(explicit).expanduser().resolve()
-    env = os.environ.get("CARRY_SERIES_DIR")
-    if env:
-        return Path(env).expanduser().resolve()
+    given = explicit or os.environ.get("CARRY_SERIES_DIR")
+    if given:
+        root = Path(given).expanduser().resolve()
+        if root.exists() and not root.is_dir():
+            raise CarryError(f"--series-dir {root} is not a directory")
+        return root
     here = Path.cwd().resolve()
     for d in (here, *here.parents):
         if (d / ".git").exists():
@@ -302,9 +303,10 @@ def read_regular(path: Path) -> bytes | None:
                              "inside a series directory",
                              hint="replace the link with the file itself") from None
         raise CarryError(f"{path}: cannot read: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a directory, fifo or device
+        os.close(fd)
+        raise CarryError(f"{path}: not a regular file")
     with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise CarryError(f"{path}: not a regular file")
         return fh.read()
 
 
@@ -334,6 +336,8 @@ def list_patches(pdir: Path) -> list[PatchFile]:
         m = PATCH_NAME.match(p.name)
         if not m:
             raise CarryError(f"{p}: not a patch file name (expected NNNN-slug.patch)")
+        if not p.is_file():
+            raise CarryError(f"{p}: not a regular file (a patch is one file)")
         out.append(PatchFile(int(m.group(1)), p))
     numbers = [p.number for p in out]
     if len(set(numbers)) != len(numbers):

@@ -22,7 +22,12 @@ from typing import Protocol
 from carry.errors import CarryError
 
 ENGINES = ("local", "podman", "docker")
-_DIGEST = re.compile(r"^(?P<name>[^@\s]+)@(?P<digest>sha256:[0-9a-f]{64})$")
+# An image reference as registries define it: [DOMAIN[:PORT]/]PATH, lower-case path parts.
+# Anything else (`--privileged@sha256:...`) would reach the engine's command line as an option.
+_PATH_PART = r"[a-z0-9]+(?:[._-]+[a-z0-9]+)*"
+_DIGEST = re.compile(
+    rf"^(?P<name>(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]+)?/)?{_PATH_PART}"
+    rf"(?:/{_PATH_PART})*)@(?P<digest>sha256:[0-9a-f]{{64}})$")
 # Worktrees are owned by the host user, so git inside a container must not call them dubious;
 # pip must not ask PyPI about its own version in the middle of a step.
 _STEP_ENV = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory",

@@ -23,7 +23,7 @@ MARKER_RE = re.compile(r"<!-- carry:series=([\w.,-]+) -->")
 Report = dict[str, Any]
 
 _ROLE_WORDS = {
-    "origin": "the origin of this work",
+    "origin": "the original proposal of this work",
     "superseded": "superseded",
     "consolidated": "the consolidated PR",
     "upstream-equivalent": "the upstream form of this work",
@@ -68,9 +68,9 @@ def cover_sections(cover: str) -> dict[str, str]:
 def _related(series: Series, prose: str) -> str:
     lines = []
     for p in series.manifest.provenance:
-        state = ", ".join(x for x in (p.state, "draft" if p.draft else "") if x)
-        facts = [f"{_ROLE_WORDS.get(p.role, p.role)} (role `{p.role}`"
-                 + (f", {state}" if state else "") + ")"]
+        state = "" if p.merged_as and p.state == "merged" else p.state  # said below
+        facts = [f"role `{p.role}`" + "".join(f", {x}" for x in
+                                              (state, "draft" if p.draft else "") if x)]
         if p.patches:
             facts.append("patches " + ", ".join(f"{n:04d}" for n in p.patches))
         if p.merged_as:
@@ -78,8 +78,9 @@ def _related(series: Series, prose: str) -> str:
         if p.superseded_by:
             facts.append(f"superseded by {p.superseded_by}")
         title = f" \"{p.title}\"" if p.title else ""
-        note = f". {p.note[0].upper()}{p.note[1:]}" if p.note else ""
-        lines.append(f"- {p.pr}{title}: {'; '.join(facts)}{note}.".replace("..", "."))
+        said = p.note or _ROLE_WORDS.get(p.role, "")
+        note = f" {said[0].upper()}{said[1:].rstrip('.')}." if said else ""
+        lines.append(f"- {p.pr}{title}: {'; '.join(facts)}.{note}")
     parts = ["\n".join(lines)] if lines else []
     if prose:
         parts.append(prose)
@@ -96,7 +97,19 @@ def _command(step: dict[str, Any], report: Report) -> str:
     argv = [a for a in argv if not a.startswith("--junitxml=")]
     if report.get("engine") == "local" and argv and argv[0] == report.get("python"):
         argv[0] = "python"
-    return shlex.join(argv)
+    return _wrap(argv)
+
+
+def _wrap(argv: list[str], width: int = 80) -> str:
+    """One line when it fits; else #643's layout: the command, then one path per line."""
+    flat = shlex.join(argv)
+    cut = len(argv)
+    while cut > 1 and not argv[cut - 1].startswith("-") and (
+            "/" in argv[cut - 1] or argv[cut - 1].endswith(".py")):
+        cut -= 1
+    if len(flat) <= width or len(argv) - cut < 2:
+        return flat
+    return " \\\n  ".join([shlex.join(argv[:cut]), *(shlex.quote(a) for a in argv[cut:])])
 
 
 def _test_plan(series: Series, report: Report | None) -> str:
@@ -139,7 +152,9 @@ def _step_line(step: dict[str, Any]) -> str:
             "diff-check": "`git diff --check`",
             "baseline": "The baseline run on the unfixed base"}.get(kind, "")
     if kind == "hook":
-        what = f"The pre-commit hook `{name.removeprefix('hook ')}`"
+        label = name.removeprefix("hook ")
+        what = (f"Every pre-commit hook{label.removeprefix('all hooks')}"
+                if label.startswith("all hooks") else f"The pre-commit hook `{label}`")
     note = f" ({step['note']})" if step.get("note") else ""
     return f"- {what or name}: {step.get('status')}{note}."
 
@@ -147,11 +162,14 @@ def _step_line(step: dict[str, Any]) -> str:
 def _baseline(base: dict[str, Any]) -> list[str]:
     out = [f"Baseline, the series' tests on the unfixed base: {base.get('summary', '')}."]
     run = base.get("run") or {}
-    for f in run.get("failures", []):
-        msg = f": {f['message']}" if f.get("message") else ""
-        out.append(f"- `{f['test']}` {f['kind']}{msg}")
+    failed = [f"- `{f['test']}` {f['kind']}" + (f": {f['message']}" if f.get("message") else "")
+              for f in run.get("failures", [])]
+    if failed:
+        out.append("\n".join(failed))
     if base.get("proven"):
-        out.append(f"{len(base['proven'])} test(s) fail without the fix and pass with it.")
+        n = len(base["proven"])
+        out.append(f"{n} test{'s' if n != 1 else ''} of the series fail without the fix and "
+                   "pass with it.")
     if base.get("note"):
         out.append(str(base["note"]))
     return out
@@ -168,16 +186,17 @@ def _test_result(report: Report | None) -> str:
     if base:
         out += _baseline(base)
     out.append(f"Current head: {report.get('summary', '')}.")
-    suites = (report.get("tests") or {}).get("suites", [])
-    out += [f"- `{s['suite']}`: {_counts(s)}" for s in suites]
-    failures = (report.get("tests") or {}).get("failures", [])
-    out += [f"- failing: `{f['test']}`" + (f": {f['message']}" if f.get("message") else "")
-            for f in failures]
-    out += [_step_line(s) for s in report.get("steps", []) if s.get("kind") != "pytest"]
+    tests = report.get("tests") or {}
+    lines = [f"- `{s['suite']}`: {_counts(s)}" for s in tests.get("suites", [])]
+    lines += [f"- failing: `{f['test']}`" + (f": {f['message']}" if f.get("message") else "")
+              for f in tests.get("failures", [])]
+    lines += [_step_line(s) for s in report.get("steps", []) if s.get("kind") != "pytest"]
+    if lines:
+        out.append("\n".join(lines))
     cached = " (answered from the results cache)" if report.get("cached") else ""
     out.append(f"Validated head `{str(report.get('head', ''))[:12]}` on "
                f"`{report.get('onto_ref', '')}`{cached}.")
-    return "\n".join(out)
+    return "\n\n".join(out)
 
 
 def _nums(nums: list[int]) -> str:

@@ -121,7 +121,8 @@ def test_pr_body_quotes_the_last_validation_of_the_same_tree(tmp_path: Path,
     assert v.code == 0, v.out + v.err
     body = json.loads(run_carry(*pr_args, env=env).out)["body"]
     assert "9 tests passed and 1 skipped across the three suites" in body
-    assert "python -m pytest -q -p no:cacheprovider \\\n  tests/test_core.py \\\n  tests/unit" in body
+    assert ("python -m pytest -q -p no:cacheprovider \\\n  tests/test_core.py \\\n"
+            "  tests/unit") in body
     assert "- [x] Test commands and current results are included." in body
 
 

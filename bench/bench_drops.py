@@ -4,7 +4,7 @@ Generates (one `git fast-import`) a repository of --files files, a series of --p
 commits, and --upstream upstream commits of which the first --drops take series patches as
 they are. Then it times, alternating runs so that load from other processes hits both alike:
 
-- carry's drop detection (`carry.upstream.find_drops`: patch-ids, trailers, provenance), with
+- carry's drop detection (`carry.replay.drops.find_drops`: patch-ids, trailers, provenance), with
   the series' chain already cached as commits, so only detection is measured;
 - `git cherry main <series>`, which finds the same patch-id drops and nothing else.
 
@@ -53,8 +53,10 @@ def main() -> None:
 
 def run(root: Path, args: argparse.Namespace) -> None:
     os.environ.update(ENV)
-    from carry import rebase, series, upstream
+    from carry import series
     from carry.git import Repo
+    from carry.replay.chain import load_chain
+    from carry.replay.drops import find_drops
 
     t0 = time.perf_counter()
     repo_path = root / "repo"
@@ -63,7 +65,7 @@ def run(root: Path, args: argparse.Namespace) -> None:
         import_series(root, repo_path)
     s = series.find(root / "series", "bench")
     repo = Repo.open(repo_path)
-    base, carried = rebase.load_chain(s, repo)  # the chain cache, as a daily rebase has it
+    base, carried = load_chain(s, repo)  # the chain cache, as a daily rebase has it
     head = carried[-1].commit.sha
     count = git(repo_path, "rev-list", "--count", "main", "^base")
     print(f"# {args.files} files, {len(carried)} patches, {count} upstream commits "
@@ -78,7 +80,7 @@ def run(root: Path, args: argparse.Namespace) -> None:
     def carry(remember: bool) -> tuple[float, int]:
         start = time.perf_counter()
         fresh = Repo.open(repo_path)
-        found = upstream.find_drops(fresh, carried, base, fresh.rev_parse("main"),
+        found = find_drops(fresh, carried, base, fresh.rev_parse("main"),
                                     s.manifest.provenance, remember=remember)
         fresh.close()
         return time.perf_counter() - start, len(found)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from carry import apply as applymod
-from carry import importer
+from carry import importer, patches
 from carry import series as seriesmod
 from carry.git import Ident, Repo
+from carry.replay.chain import materialize
 from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry
 
 
@@ -40,9 +40,10 @@ def test_fixed_committer_makes_apply_deterministic(upstream: CommitBuilder,
     s = _series(upstream, series_root)
     repo = Repo.open(upstream.path)
     bot = Ident("carry", "carry@localhost", "1790000000 +0000")
-    plist = applymod.load_patches(s)
-    first = applymod.materialize(repo, plist, "base", committer=bot)
-    again = applymod.materialize(repo, plist, "base", committer=bot)
+    plist = [patches.load(p.path, p.number) for p in s.patches()]
+    base = repo.rev_parse("base")
+    first = materialize(repo, plist, base, bot)
+    again = materialize(repo, plist, base, bot)
     assert first == again
     assert git(upstream.path, "log", "-1", "--format=%cn <%ce> %cd", "--date=raw",
                first[-1]) == "carry <carry@localhost> 1790000000 +0000"

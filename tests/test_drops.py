@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from carry import rebase
-from carry import upstream as upstreammod
 from carry.git import Repo
+from carry.replay.chain import load_chain
+from carry.replay.drops import find_drops
+from carry.replay.engine import TargetResult, replay
 from carry.series import Provenance
 from tests.conftest import TOBY, CommitBuilder, git, util
 
@@ -27,13 +28,13 @@ def _series(up: CommitBuilder, messages: list[str], edits: list[dict[str, str]])
     return shas
 
 
-def _replay(s: Any, up: CommitBuilder) -> rebase.TargetResult:
-    res = rebase.replay(s, Repo.open(up.path), "main")
+def _replay(s: Any, up: CommitBuilder) -> TargetResult:
+    res = replay(s, Repo.open(up.path), "main")
     assert res.status == "applied", res
     return res
 
 
-def _status(res: rebase.TargetResult) -> list[str]:
+def _status(res: TargetResult) -> list[str]:
     return [p.status for p in res.patches]
 
 
@@ -173,7 +174,7 @@ def test_drop_detection_runs_a_fixed_number_of_git_processes(
     _series(upstream, ["One", f"Two\n\nChange-Id: {cid}\nLink: {link}\n"],
             [{"src/util.py": util(h3=33)}, {"src/util.py": util(h3=33, h7=77)}])
     s = make_series(upstream, "feature", provenance=[_provenance(patches=[1])])
-    base, carried = rebase.load_chain(s, Repo.open(upstream.path))
+    base, carried = load_chain(s, Repo.open(upstream.path))
     shim = tmp_path / "shim"
     shim.mkdir()
     log = tmp_path / "git-calls.log"
@@ -187,7 +188,7 @@ def test_drop_detection_runs_a_fixed_number_of_git_processes(
         log.write_text("")
         monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{path}")
         repo = Repo.open(upstream.path)
-        drops = upstreammod.find_drops(repo, carried, base, repo.rev_parse("main"),
+        drops = find_drops(repo, carried, base, repo.rev_parse("main"),
                                        s.manifest.provenance, remember=False)
         repo.close()
         monkeypatch.setenv("PATH", path)
@@ -204,12 +205,12 @@ def test_remembered_search_only_adds_new_upstream_commits(upstream: CommitBuilde
     upstream.commit("Unrelated", {"README": "x\n"})
     s = make_series(upstream, "feature")
     repo = Repo.open(upstream.path)
-    base, carried = rebase.load_chain(s, repo)
+    base, carried = load_chain(s, repo)
 
     def both() -> tuple[dict[int, str], dict[int, str]]:
         target = repo.rev_parse("main")
-        fresh = upstreammod.find_drops(repo, carried, base, target, remember=False)
-        kept = upstreammod.find_drops(repo, carried, base, target)
+        fresh = find_drops(repo, carried, base, target, remember=False)
+        kept = find_drops(repo, carried, base, target)
         return ({n: d.reason for n, d in kept.items()}, {n: d.reason for n, d in fresh.items()})
 
     kept, fresh = both()

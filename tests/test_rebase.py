@@ -12,7 +12,10 @@ import pytest
 
 from carry import rebase
 from carry import series as seriesmod
+from carry.errors import CarryError
 from carry.git import Repo
+from carry.replay.chain import load_chain
+from carry.replay.engine import replay
 from carry.series import Target
 from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry
 
@@ -91,9 +94,9 @@ def test_replay_writes_no_ref_and_reports(upstream: CommitBuilder,
     _drift(upstream)
     s = make_series(upstream, "feature")
     repo = Repo.open(upstream.path)
-    rebase.load_chain(s, repo)  # warm the cache so that nothing else may change
+    load_chain(s, repo)  # warm the cache so that nothing else may change
     before = _refs(upstream.path)
-    res = rebase.replay(s, repo, "main")
+    res = replay(s, repo, "main")
     assert res.status == "applied" and res.onto == upstream.rev("main")
     assert len(res.head) == 40 and git(upstream.path, "cat-file", "-t", res.head) == "commit"
     assert [p.file for p in res.patches] == [f.name for f in s.patches()]
@@ -105,15 +108,15 @@ def test_cache_is_reused_and_rebuilt_when_patches_change(upstream: CommitBuilder
     _feature(upstream)
     s = make_series(upstream, "feature")
     repo = Repo.open(upstream.path)
-    _, first = rebase.load_chain(s, repo)
-    _, again = rebase.load_chain(s, repo)
+    _, first = load_chain(s, repo)
+    _, again = load_chain(s, repo)
     assert [c.commit.sha for c in first] == [c.commit.sha for c in again]
     caches = git(upstream.path, "for-each-ref", "refs/carry/cache/").splitlines()
     assert len(caches) == 1
     # a chain that a gc or a user damaged is rebuilt, not trusted
     ref = caches[0].split()[-1]
     git(upstream.path, "update-ref", ref, upstream.rev("base"))
-    _, rebuilt = rebase.load_chain(s, repo)
+    _, rebuilt = load_chain(s, repo)
     assert [c.commit.sha for c in rebuilt] == [c.commit.sha for c in first]
 
 
@@ -165,7 +168,7 @@ def test_refusals_are_one_line_and_exit_2(upstream: CommitBuilder, make_series: 
     both = run_carry(*base, "--onto", "main", "--onto", "base", "--refresh")
     assert both.code == 2 and "--refresh writes one new version" in both.err
     git(upstream.path, "checkout", "-q", "-b", "carry/demo/main")
-    busy = run_carry(*base, "--onto", "main")
+    busy = run_carry(*base, "--onto", "main", "--force")
     assert busy.code == 2 and "checked out" in busy.err
 
 
@@ -184,16 +187,31 @@ def test_dry_run_writes_no_ref(upstream: CommitBuilder, make_series: MakeSeries,
     assert {r for r in after if not r.startswith("refs/carry/cache/")} == set(before)
 
 
-def test_branch_option_moves_an_existing_branch_with_compare_and_swap(
+def test_branch_option_moves_an_existing_branch_only_with_force(
         upstream: CommitBuilder, make_series: MakeSeries) -> None:
+    """A branch carry did not write is someone's work: `--branch` refuses it (as `apply`
+    does) unless `--force`; once carry wrote it, a re-run moves it without one; a tag never."""
     _feature(upstream)
     _drift(upstream)
     s = make_series(upstream, "feature")
     upstream.branch("carried", "feature")
+    kept = upstream.rev("carried")
+    with pytest.raises(CarryError, match="already exists.* not overwrite"):
+        rebase.run(s, Repo.open(upstream.path), rebase.Options(onto=["main"], branch="carried"))
+    assert upstream.rev("carried") == kept
     [res] = rebase.run(s, Repo.open(upstream.path),
-                       rebase.Options(onto=["main"], branch="carried"))
+                       rebase.Options(onto=["main"], branch="carried", force=True))
     assert res.updated and upstream.rev("carried") == res.head
     assert res.branch == "refs/heads/carried"
+    [again] = rebase.run(s, Repo.open(upstream.path),
+                         rebase.Options(onto=["main"], branch="carried"))
+    assert again.updated and upstream.rev("carried") == again.head
+    git(upstream.path, "tag", "v-keep", "feature")
+    for bad in ("refs/tags/v-keep", "-x"):
+        with pytest.raises(CarryError, match="not a valid branch name"):
+            rebase.run(s, Repo.open(upstream.path),
+                       rebase.Options(onto=["main"], branch=bad, force=True))
+    assert upstream.rev("v-keep") == kept
 
 
 def test_refresh_writes_next_version_keeping_file_numbers(
@@ -219,10 +237,12 @@ def test_refresh_writes_next_version_keeping_file_numbers(
     assert git(series_root.parent, "tag", "--list", "series/demo/*").split() == [
         "series/demo/v1", "series/demo/v2"]
     # the new patch files apply on the new base and give back the exact commits
-    from carry.apply import load_patches, materialize
+    from carry import patches as patchmod
+    from carry.replay.chain import materialize
 
     repo = Repo.open(upstream.path)
-    commits = materialize(repo, load_patches(fresh), m.base.commit)
+    plist = [patchmod.load(p.path, p.number) for p in fresh.patches()]
+    commits = materialize(repo, plist, m.base.commit, repo.committer_ident())
     for sha, original in zip(commits, [originals[0], originals[2]], strict=True):
         assert repo.read_commit(sha).author == repo.read_commit(original).author
         assert repo.read_commit(sha).message == repo.read_commit(original).message
@@ -251,9 +271,10 @@ def test_fetch_then_target_by_remote_ref(tmp_path: Path, upstream: CommitBuilder
 def test_sparse_materialize_gives_the_same_commits_as_the_full_index(
         upstream: CommitBuilder, make_series: MakeSeries) -> None:
     """The cache's fast path (small per-patch indexes, trees edited in-process) must commit
-    exactly what `apply.materialize` commits, renames, binaries and odd names included."""
-    from carry import apply
+    exactly what the full private index commits, renames, binaries and odd names included."""
+    from carry import patches as patchmod
     from carry.git import Ident
+    from carry.replay import chain
 
     upstream.checkout("base")
     git(upstream.path, "checkout", "-q", "-b", "feature")
@@ -267,11 +288,11 @@ def test_sparse_materialize_gives_the_same_commits_as_the_full_index(
     upstream.checkout("main")
     s = make_series(upstream, "feature")
     repo = Repo.open(upstream.path)
-    plist = apply.load_patches(s)
+    plist = [patchmod.load(p.path, p.number) for p in s.patches()]
     base = upstream.rev("base")
     who = Ident("carry", "carry@cache", "1790000000 +0000")
-    sparse = rebase._materialize_sparse(repo, plist, base, who)
-    assert sparse == apply.materialize(repo, plist, base, committer=who)
+    sparse = chain._sparse(repo, plist, base, who, None)
+    assert sparse == chain._full(repo, plist, base, who, None)
     assert git(upstream.path, "fsck", "--strict", "--no-dangling") == ""
     # a mode-only change has no index line to build a small index from: the full one is used
     git(upstream.path, "checkout", "-q", "feature")
@@ -280,6 +301,6 @@ def test_sparse_materialize_gives_the_same_commits_as_the_full_index(
     upstream.commit("Make core executable")
     upstream.checkout("main")
     s2 = make_series(upstream, "feature", name="demo2")
-    plist2 = apply.load_patches(s2)
-    assert rebase.materialize(repo, plist2, base, who) == apply.materialize(
-        repo, plist2, base, committer=who)
+    plist2 = [patchmod.load(p.path, p.number) for p in s2.patches()]
+    assert chain.materialize(repo, plist2, base, who) == chain._full(repo, plist2, base, who,
+                                                                     None)

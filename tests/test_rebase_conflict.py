@@ -74,7 +74,7 @@ def test_conflict_stops_with_state_worktree_and_report(stopped: dict[str, Any]) 
     assert "src/util.py" in res.out
     state_file = up.path / ".git" / "carry" / "rebase" / "demo" / "main.json"
     state = json.loads(state_file.read_text())
-    assert state["version"] == 1 and state["phase"] == "conflict" and state["position"] == 1
+    assert state["version"] == 2 and state["phase"] == "conflict" and state["position"] == 1
     assert state["target"]["sha"] == up.rev("main") and state["branch_old"] is None
     assert [p["status"] for p in state["patches"]] == ["applied", "conflict", "pending"]
     wt = Path(state["worktree"])
@@ -157,7 +157,7 @@ def test_continue_then_second_conflict_then_refresh(stopped: dict[str, Any]) -> 
     res = run_carry(*stopped["args"], "--continue")
     assert res.code == 1 and "CONFLICT in 0003-Three.patch" in res.out
     state = json.loads((up.path / ".git/carry/rebase/demo/main.json").read_text())
-    assert state["position"] == 2 and state["refresh"] is True
+    assert state["position"] == 2 and state["refresh"] == 1  # the version the refresh starts from
     (Path(state["worktree"]) / "src/core.py").write_text("def f():\n    return 33\n")
     res = run_carry(*stopped["args"], "--continue")
     assert res.code == 0, res.err

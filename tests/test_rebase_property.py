@@ -12,9 +12,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from carry import importer, rebase
+from carry import importer
 from carry import series as seriesmod
 from carry.git import Repo
+from carry.replay.engine import PatchResult, replay, run_steps
 
 FILES = 3
 LINES = 10
@@ -131,7 +132,7 @@ def test_every_patch_accounted_for_and_identities_survive(patches: list[PatchSpe
         s = seriesmod.find(root / "series", "prop")
         repo = Repo.open(repo_path)
         originals = repo.rev_list("--reverse", "base..feature")
-        res = rebase.replay(s, repo, "main")
+        res = replay(s, repo, "main")
         statuses = [p.status for p in res.patches]
         assert len(res.patches) == len(patches) == len(originals)
         if res.status == "applied":
@@ -163,7 +164,7 @@ def test_every_patch_accounted_for_and_identities_survive(patches: list[PatchSpe
                          if patches[j].edit == spec.edit]
                 if later or res.patches[i].status != "applied":
                     continue
-                text = repo.run("show", f"{res.head}:f{spec.edit.file}.txt").stdout.decode()
+                text = (repo.show_file(res.head, f"f{spec.edit.file}.txt") or b"").decode()
                 assert text.splitlines()[spec.edit.line] == f"patch {i}"
         repo.close()
 
@@ -246,10 +247,10 @@ def test_batched_merge_equals_one_merge_per_patch(series_ops: list[tuple[str, in
         who = Ident("C O Mitter", "committer@example.com", "1790000000 +0000")
         outcomes = []
         for batch in (True, False):
-            steps = [rebase.PatchResult(i, f"{i:04d}.patch", "", "", source=s)
+            steps = [PatchResult(i, f"{i:04d}.patch", "", "", source=s)
                      for i, s in enumerate(shas, 1)]
-            head, stop, paths = rebase._run_steps(repo, steps, repo.rev_parse("main"), who,
-                                                  batch=batch)
+            head, stop, paths = run_steps(repo, steps, repo.rev_parse("main"), who,
+                                          batch=batch)
             outcomes.append((head if stop is None else "", stop, paths,
                              [(p.status, p.commit) for p in steps]))
         assert outcomes[0] == outcomes[1]

@@ -95,12 +95,9 @@ def originals(repo: Repo, plist: list[patchmod.Patch]) -> dict[int, tuple[str | 
     with the same author email and subject, so that the comparison shows what changed.
     carry's own refs (refs/carry/*) hold replayed copies and are not searched.
     """
-    log = repo.run("log", "--exclude=refs/carry/*", "--all", "--no-merges",
-                   "--format=%H%x00%ae%x00%s").stdout
     reachable: set[str] = set()
     newest: dict[tuple[str, str], str] = {}
-    for line in log.decode("utf-8", "replace").splitlines():
-        sha, email, subject = line.split("\0", 2)
+    for sha, email, subject in repo.all_commits():
         reachable.add(sha)
         newest.setdefault((email, subject), sha)
     named = {p.origin for p in plist}
@@ -157,9 +154,7 @@ def _patch_ids(repo: Repo, plist: list[patchmod.Patch], commits: list[str]) -> d
            if pid}
     if commits:
         # The diff options of the import, so that only real changes give other ids.
-        shown = repo.log_patches(commits[0], "--no-walk", "--find-renames", "--no-ext-diff",
-                                 "--no-textconv", *commits[1:])
-        ids.update({commit: pid for pid, commit in repo.patch_ids(shown)})
+        ids.update({commit: pid for pid, commit in repo.log_patch_ids(["--no-walk", *commits])})
     return ids
 
 

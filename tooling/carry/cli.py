@@ -245,6 +245,7 @@ def rebase(
     refresh: Annotated[bool, Flag(help="Write the result back as the next version.")] = False,
     fetch: Annotated[bool, Flag(help="Fetch the manifest's remotes first.")] = False,
     dry_run: Annotated[bool, Flag("--dry-run", help="Report only; write no ref.")] = False,
+    force: Annotated[bool, Flag(help="Move a --branch that carry did not write last.")] = False,
     continue_: Annotated[bool, Flag("--continue", help="Go on after a resolved conflict.")] = False,
     skip: Annotated[bool, Flag("--skip", help="Leave the conflicting patch out.")] = False,
     abort: Annotated[bool, Flag("--abort", help="Undo the stopped rebase.")] = False,
@@ -262,7 +263,7 @@ def rebase(
     from carry import rebase as rebasemod
     from carry.git import Repo
 
-    opts = rebasemod.Options(onto or [], target or [], branch, refresh, fetch, dry_run)
+    opts = rebasemod.Options(onto or [], target or [], branch, refresh, fetch, dry_run, force)
     git_repo, root, name = resume.locate(Repo.open(repo), series_dir, name, opts,
                                          continue_, skip, abort)
     with locks.for_rebase(root, name, git_repo, dry_run):

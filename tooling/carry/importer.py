@@ -6,18 +6,17 @@ changelog line. The range is read with one `format-patch` process.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from carry import locks
+from carry import locks, versions
 from carry import patches as patchmod
 from carry import series as seriesmod
 from carry.errors import CarryError
-from carry.git import RawCommit, Repo
-from carry.series import Base, ChangelogEntry, Manifest
+from carry.git import ANY, RawCommit, Repo
+from carry.series import Base, Manifest
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ def resolve_range(
                 raise CarryError(f"no refs/pull/{pr}/head in {repo.path} and no remote to fetch")
             repo.fetch_refspec(remote, f"+refs/pull/{pr}/head:{local}")
         else:
-            repo.update_ref(local, repo.rev_parse(f"refs/pull/{pr}/head"))
+            repo.set_ref(local, repo.rev_parse(f"refs/pull/{pr}/head"), ANY, reflog=False)
         head, desc = repo.rev_parse(local), f"pull request #{pr}"
     mb = repo.merge_base(base_sha, head)
     if mb is None:
@@ -123,11 +122,10 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
     ref = base_ref or manifest.base.ref or range_base_name(rng) or base
     manifest.base = Base(ref=ref, commit=base)
     if changed:
-        manifest.version += 1
-        date = today or dt.datetime.now(dt.UTC).date().isoformat()
         summary = f"imported {len(files)} patches from {desc} onto {base[:12]}"
-        manifest.changelog.append(ChangelogEntry(manifest.version, date, summary))
-    seriesmod.write_series(root / name, manifest, files)
+        versions.write_next(root / name, manifest, files, summary, today)
+    else:
+        seriesmod.write_series(root / name, manifest, files)
     note = "" if existing else (
         f"series {name} did not exist: import wrote a bare manifest (no upstream, targets or "
         f"test plan); `carry init {name} --upstream OWNER/REPO --fork OWNER/REPO --repo PATH` "

@@ -37,22 +37,19 @@ def _remote_for(repo: Repo | None, slug: str) -> tuple[str, str]:
     """(remote name, url) of the remote whose URL names OWNER/REPO, if --repo has one."""
     if repo is None:
         return "", ""
-    out = repo.run("config", "--get-regexp", r"^remote\..*\.url$", check=False).stdout.decode()
     want = slug.lower()
-    for line in out.splitlines():
-        key, _, url = line.partition(" ")
-        path = re.sub(r"\.git/?$", "", url.strip().rstrip("/")).lower()
+    for name, url in repo.remote_urls().items():
+        path = re.sub(r"\.git/?$", "", url.rstrip("/")).lower()
         if path.endswith("/" + want) or path.endswith(":" + want):
-            return key.removeprefix("remote.").removesuffix(".url"), url.strip()
+            return name, url
     return "", ""
 
 
 def _default_branch(repo: Repo | None, remote: str) -> str:
     if repo is None or not remote:
         return "main"
-    head = repo.run("symbolic-ref", "--quiet", f"refs/remotes/{remote}/HEAD", check=False)
-    name = head.stdout.decode().strip().removeprefix(f"refs/remotes/{remote}/")
-    if head.returncode == 0 and name:
+    name = repo.remote_default(remote)
+    if name:
         return name
     for cand in ("main", "master"):
         if repo.ref_exists(f"refs/remotes/{remote}/{cand}"):

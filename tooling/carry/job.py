@@ -20,7 +20,7 @@ from carry import series as seriesmod
 from carry.errors import CarryError
 from carry.git import Repo
 from carry.loop import Options as LoopOptions
-from carry.rebase import Conflict
+from carry.replay.engine import Conflict
 
 
 @dataclass

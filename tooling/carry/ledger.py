@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from carry.atomic import write_json
 from carry.errors import CarryError
-from carry.validate.cache import write_atomic
 
 SCHEMA = 1
 DEFAULT = Path("carry-ledger.json")
@@ -100,7 +100,7 @@ def append(path: Path, record: Record) -> None:
     with _locked(path):
         ledger = load(path)
         rows = [asdict(r) for r in [*ledger.records, record]]
-        write_atomic(path, {"schema": SCHEMA, "records": rows})
+        write_json(path, {"schema": SCHEMA, "records": rows})
 
 
 def merge(path: Path, others: list[Path]) -> int:
@@ -116,5 +116,5 @@ def merge(path: Path, others: list[Path]) -> int:
                     seen.add(r)
                     added.append(r)
         rows = sorted([*mine.records, *added], key=lambda r: r.time)
-        write_atomic(path, {"schema": SCHEMA, "records": [asdict(r) for r in rows]})
+        write_json(path, {"schema": SCHEMA, "records": [asdict(r) for r in rows]})
     return len(added)

@@ -9,18 +9,15 @@ accepts where `A..A B..C` fails with "need two commit ranges".
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass
 
 from carry import versions
 from carry.errors import CarryError
 from carry.git import Repo
-from carry.rebase import resolve_base
+from carry.replay.chain import chain, resolve_base
+from carry.replay.targets import ontos, target_refs
 from carry.series import MANIFEST, PATCH_NAME, Series, parse_manifest
-from carry.upstream import release_tags
-
-_ONTO = re.compile(r"^carry rebase \S+ onto \S+ ([0-9a-f]{40})$")
 
 
 @dataclass(frozen=True)
@@ -50,8 +47,6 @@ def run(series: Series, repo: Repo, old: str, new: str | None = None,
 
 
 def version_side(series: Series, repo: Repo, version: str) -> Side:
-    from carry.rebase import chain
-
     snap = versions.read(series, version)
     manifest = parse_manifest(series.root / MANIFEST, tomllib.loads(snap.manifest))
     label = version if version == "current" else f"v{version.lstrip('v')}"
@@ -79,14 +74,13 @@ def ref_side(series: Series, repo: Repo, against: str, old: Side) -> Side:
     else:
         head = repo.rev_parse(against)
         candidates = {old.base} if old.base else set()
-        for subject in repo.reflog_subjects(against):
-            m = _ONTO.match(subject)  # the branch says where carry rebase put it
-            if m and repo.is_ancestor(m.group(1), head):
-                candidates = {m.group(1)}
+        for _, message in repo.reflog(against):  # where carry rebase put the branch
+            onto = [sha for sha in ontos(message) if repo.is_ancestor(sha, head)]
+            if onto:
+                candidates = set(onto[:1])
                 break
         for t in series.manifest.targets:
-            refs = [t.ref] if t.ref else release_tags(repo, t.tags)[-max(t.latest, 1):]
-            for ref in refs:
+            for ref in target_refs(repo, t):
                 sha = repo.try_rev_parse(ref)
                 mb = repo.merge_base(sha, head) if sha else None
                 if mb:

@@ -1,91 +1,45 @@
-"""`carry rebase`: replay a series onto its targets with no worktree, drop what upstream has,
-stop safely on a conflict, and write the new version back with `--refresh`.
+"""`carry rebase`: the command over the replay engine (`carry.replay`): which branches a
+rebase may write, the saved state that makes a stop resumable, `--continue`, `--skip` and
+`--abort`, and `--refresh`.
 
-The replay is the 2.39 merge-tree recipe (facts.md) with the graft and result commits written
-in-process, so a patch costs one `git merge-tree`. The patches themselves come from a cached
-chain: the series committed onto its recorded base with a fixed committer, kept under
-`refs/carry/cache/<hash of base and patch bytes>`, so a daily rebase of an unchanged series
-never parses or applies a patch file again.
-
-Nothing a user sees moves until the end: each target gets one compare-and-swap ref update,
-only when every patch applied. A stop writes a versioned JSON state under `.git/carry/rebase/`
-(atomically, with os.replace) and a conflict worktree; `--continue`, `--skip` and `--abort`
-pick up from that state, whatever phase a `kill -9` interrupted.
+Nothing a user sees moves until the end: every target's branch moves in one `update-ref`
+transaction, bracketed by `finishing` states, and only when its patches all applied. With
+`--refresh` the new series version is written inside that bracket too, so a `kill -9` at
+any point leaves states that `--continue` finishes and `--abort` undoes, branch and series
+together.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
-import hashlib
-import json
+import multiprocessing
 import os
 import re
 import shutil
-import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from carry import patches as patchmod
-from carry import upstream
+from carry import rebasestate as st
 from carry.errors import CarryError
-from carry.git import GitError, Ident, RawCommit, Repo
-from carry.series import Base, Series
-from carry.upstream import Carried, Drop, ResolvedTarget
+from carry.git import GitError, Ident, RefUpdate, Repo
+from carry.replay import targets as targetmod
+from carry.replay.chain import Carried, load_chain
+from carry.replay.engine import (
+    Conflict,
+    PatchResult,
+    Replayed,
+    TargetResult,
+    forecast,
+    replay_target,
+    run_steps,
+)
+from carry.replay.targets import ResolvedTarget
+from carry.series import Series
 
-STATE_VERSION = 1
-CACHE_PREFIX = "refs/carry/cache/"
 _MARKER = re.compile(rb"^(?:<{7}|>{7})(?: |$)", re.M)
-_ORIGIN = re.compile(rb"^From ([0-9a-f]{40}) ")
-
-
-@dataclass
-class PatchResult:
-    """One patch in one target. `source` is the patch as a commit on the series base,
-    `commit` the rebased commit, `upstream` the commit that made it a drop."""
-
-    number: int
-    file: str
-    subject: str
-    author: str
-    status: str = "pending"  # applied | dropped | conflict | skipped | pending
-    reason: str = ""
-    commit: str = ""
-    upstream: str = ""
-    source: str = ""
-
-
-@dataclass
-class Conflict:
-    file: str
-    subject: str
-    author: str
-    paths: list[str]
-    worktree: str
-    squash_hints: list[str] = field(default_factory=list)
-
-
-@dataclass
-class TargetResult:
-    series: str
-    target: str
-    ref: str
-    onto: str
-    status: str  # applied | conflict | failed
-    head: str
-    patches: list[PatchResult]
-    branch: str = ""
-    updated: bool = False
-    dry_run: bool = False
-    conflict: Conflict | None = None
-    message: str = ""
-    refreshed: dict[str, Any] = field(default_factory=dict)
-
-    def count(self, status: str) -> int:
-        return sum(1 for p in self.patches if p.status == status)
 
 
 @dataclass
@@ -96,447 +50,7 @@ class Options:
     refresh: bool = False
     fetch: bool = False
     dry_run: bool = False
-
-
-# -- the cached chain ---------------------------------------------------------------------------
-
-
-def resolve_base(repo: Repo, base: Base, what: str, hint: str) -> str:
-    """The commit a series (or one of its versions, `what`) applies to, present in `repo`."""
-    rev = base.commit or base.ref
-    if not rev:
-        raise CarryError(f"{what} records no base")
-    sha = repo.try_rev_parse(rev)
-    if sha is None:
-        raise CarryError(f"the base {rev} of {what} is not in {repo.path}", hint=hint)
-    return sha
-
-
-def series_base(series: Series, repo: Repo) -> str:
-    return resolve_base(repo, series.manifest.base, f"series {series.name}",
-                        "pass --fetch, or fetch the fork")
-
-
-def chain(repo: Repo, files: Sequence[tuple[int, str, bytes]], base: str) -> list[Carried]:
-    """The patches (number, file name, bytes) committed onto `base`, built once per base and
-    patch bytes, then cached under a ref.
-
-    On a cache hit no patch is parsed: each commit already holds its patch's exact author and
-    message, which is all that drop detection and the replay read; the origin comes from the
-    patch's `From <sha>` line. A miss parses with git and commits through `apply.materialize`.
-    """
-    if not files:
-        return []
-    key = hashlib.sha256(b"carry-chain-1\0" + base.encode())
-    for _, name, data in files:
-        key.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(data).digest())
-    ref = CACHE_PREFIX + key.hexdigest()[:40]
-    shas = _cached(repo, ref, base, len(files))
-    if shas is not None:
-        out = []
-        for (number, name, data), sha in zip(files, shas, strict=True):
-            commit = repo.read_commit(sha)
-            m = _ORIGIN.match(data)
-            patch = patchmod.Patch(number, name, m.group(1).decode() if m else "",
-                                   commit.author, commit.message, b"", (), commit.encoding)
-            out.append(Carried(number, name, patch, commit))
-        return out
-    plist = [patchmod.parse(number, name, data) for number, name, data in files]
-    stamp = repo.read_commit(base).committer.date
-    shas = materialize(repo, plist, base, Ident("carry", "carry@cache", stamp))
-    repo.update_ref(ref, shas[-1], message="carry cache")
-    return [Carried(p.number, p.file, p, repo.read_commit(s))
-            for p, s in zip(plist, shas, strict=True)]
-
-
-def materialize(repo: Repo, plist: Sequence[patchmod.Patch], base: str,
-                committer: Ident) -> list[str]:
-    """Commit the patches onto `base`: through small per-patch indexes when every patch's
-    preimage is exactly what the tree holds, else through `apply.materialize`'s full index
-    (same commits, slower in a wide tree, and the one that words the errors)."""
-    try:
-        return _materialize_sparse(repo, plist, base, committer)
-    except CarryError:
-        from carry import apply
-
-        return apply.materialize(repo, list(plist), base, committer=committer)
-
-
-def _materialize_sparse(repo: Repo, plist: Sequence[patchmod.Patch], base: str,
-                        committer: Ident) -> list[str]:
-    parent, tree = base, repo.read_commit(base).tree
-    out = []
-    for patch in plist:
-        before, after = repo.apply_sparse(patch.diff)
-        if any(repo.tree_lookup(tree, p) != e for p, e in before.items()) or any(
-                repo.tree_lookup(tree, p) is not None for p in after.keys() - before.keys()):
-            raise CarryError(f"{patch.file}: its preimage is not the tree's")
-        changes: dict[bytes, tuple[bytes, str] | None] = {
-            p: None for p in before if p not in after}
-        changes.update({p: e for p, e in after.items() if before.get(p) != e})
-        tree = (repo.edit_tree(tree, changes) or repo.write_object("tree", b"")) if changes \
-            else tree
-        parent = repo.write_commit(tree, [parent], patch.message, patch.author, committer,
-                                   patch.encoding)
-        out.append(parent)
-    return out
-
-
-def _cached(repo: Repo, ref: str, base: str, n: int) -> list[str] | None:
-    proc = repo.run("rev-list", "--reverse", "--first-parent", ref, "--not", base, "--",
-                    check=False)
-    shas = proc.stdout.decode().split()
-    if proc.returncode != 0 or len(shas) != n:
-        return None
-    if repo.read_commit(shas[0]).parents[:1] != (base,):
-        return None
-    return shas
-
-
-def load_chain(series: Series, repo: Repo) -> tuple[str, list[Carried]]:
-    base = series_base(series, repo)
-    return base, chain(repo, [(f.number, f.name, f.read()) for f in series.patches()], base)
-
-
-# -- the replay ---------------------------------------------------------------------------------
-
-
-def _steps(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchResult]:
-    out = []
-    for c in carried:
-        step = PatchResult(c.number, c.file, c.patch.subject, c.patch.author.name,
-                           source=c.commit.sha)
-        drop = drops.get(c.number)
-        if drop:
-            step.status, step.reason, step.upstream = "dropped", drop.reason, drop.upstream
-        out.append(step)
-    return out
-
-
-def _run_steps(repo: Repo, steps: list[PatchResult], head: str, committer: Ident,
-               batch: bool = True) -> tuple[str, int | None, list[str]]:
-    """Replay every pending step onto `head`; returns the new head, and the index and paths
-    of the step that conflicted, if one did."""
-    head_tree = repo.read_commit(head).tree
-    planned: dict[int, str] = {}
-    for i, step in enumerate(steps):
-        if step.status != "pending":
-            continue
-        c = repo.read_commit(step.source)
-        if i not in planned and batch:
-            planned.update(_batch(repo, steps, i, head_tree))
-        if i in planned:
-            tree = planned[i]
-        elif repo.read_commit(c.parents[0]).tree == head_tree:
-            tree = c.tree  # nothing moved under this patch: its own tree is the result
-        else:
-            merged = repo.replay_tree(c, head_tree)
-            if not merged.clean:
-                step.status = "conflict"
-                return head, i, sorted(set(merged.conflicts))
-            tree = merged.tree
-        if tree == head_tree:
-            step.status, step.reason = "dropped", "empty after replay"
-            continue
-        head = repo.write_commit(tree, [head], c.message, c.author, committer, c.encoding)
-        head_tree = tree
-        step.status, step.commit = "applied", head
-    return head, None, []
-
-
-def _batch(repo: Repo, steps: list[PatchResult], start: int, head_tree: str) -> dict[int, str]:
-    """The result trees of a run of patches from one three-way merge instead of one each.
-
-    When the patches of a run touch pairwise different paths, each path's merge has the same
-    three inputs whether the run is merged patch by patch or at once (its base, upstream's
-    version, the patch's version), so one `merge-tree` of the whole run gives every path's
-    result, and each patch's tree is upstream's tree with the results of its own and the
-    earlier patches' paths put in. Anything that could make the two ways differ gives up:
-    overlapping or nested paths, a deletion and an addition in different patches (a rename
-    git could pair across patches), a conflict, or a merge result outside the run's paths
-    (upstream renames). Then the patches are merged one by one."""
-    run: list[tuple[int, RawCommit]] = []
-    for j in range(start, len(steps)):
-        c = repo.read_commit(steps[j].source)
-        if steps[j].status != "pending" or (run and c.parents[:1] != (run[-1][1].sha,)):
-            break
-        run.append((j, c))
-    if len(run) < 2:
-        return {}
-    first = run[0][1]
-    try:
-        changes: list[dict[bytes, Any]] = []
-        seen: set[bytes] = set()
-        deleting: set[int] = set()
-        adding: set[int] = set()
-        prev = repo.read_commit(first.parents[0]).tree
-        for k, (_, c) in enumerate(run):
-            ch = repo.tree_changes(prev, c.tree)
-            if seen & ch.keys():
-                return {}
-            seen |= ch.keys()
-            deleting |= {k for _, new in ch.values() if new is None}
-            adding |= {k for old, _ in ch.values() if old is None}
-            changes.append(ch)
-            prev = c.tree
-        if len(deleting | adding) > 1 and deleting and adding or any(
-                p[:i] in seen for p in seen for i in range(len(p)) if p[i:i + 1] == b"/"):
-            return {}
-        graft = repo.write_commit(head_tree, first.parents[:1], b"carry graft\n", first.author,
-                                  first.author)
-        merged = repo.merge_tree(graft, run[-1][1].sha)
-        if not merged.clean or repo.tree_changes(head_tree, merged.tree).keys() - seen:
-            return {}
-        out, tree = {}, head_tree
-        for (j, _), ch in zip(run, changes, strict=True):
-            edits = {p: repo.tree_lookup(merged.tree, p) for p in ch}
-            tree = repo.edit_tree(tree, edits) or repo.write_object("tree", b"")
-            out[j] = tree
-        return out if tree == merged.tree else {}
-    except CarryError:
-        return {}
-
-
-def _replay(series: Series, repo: Repo, base: str, carried: Sequence[Carried],
-            target: ResolvedTarget, committer: Ident
-            ) -> tuple[TargetResult, int | None, list[str], str]:
-    """Drop detection and the replay at once; returns the result, where it stopped (if it
-    did), the conflicting paths and the head so far.
-
-    The replay starts speculatively, as if nothing were dropped, while detection runs on the
-    other core. Most rebases drop nothing and are done when both finish; otherwise the steps
-    before the first dropped patch are kept (the same inputs give the same commits) and the
-    rest is replayed again."""
-    detector = repo.fork()
-    try:
-        with ThreadPoolExecutor(1) as pool:
-            future = pool.submit(upstream.find_drops, detector, carried, base, target.sha,
-                                 series.manifest.provenance)
-            steps = _steps(carried, {})
-            head, stop, paths = _run_steps(repo, steps, target.sha, committer)
-            drops = future.result()
-    finally:
-        detector.close()
-    first = next((i for i, c in enumerate(carried) if c.number in drops), None)
-    if first is not None and (stop is None or first <= stop):
-        redo = _steps(carried, drops)
-        head = target.sha
-        for i in range(first):
-            redo[i] = steps[i]
-            head = steps[i].commit or head
-        steps = redo
-        head, stop, paths = _run_steps(repo, steps, head, committer)
-    elif stop is not None:  # the stop came before any drop: mark the later drops
-        for step, c in zip(steps[stop + 1:], carried[stop + 1:], strict=True):
-            if c.number in drops:
-                step.status, step.reason = "dropped", drops[c.number].reason
-                step.upstream = drops[c.number].upstream
-    status = "applied" if stop is None else "conflict"
-    result = TargetResult(series.name, target.name, target.ref, target.sha, status,
-                          head if stop is None else "", steps)
-    return result, stop, paths, head
-
-
-def replay(series: Series, repo: Repo, onto: str) -> TargetResult:
-    """Replay the series onto `onto` and return the outcome, writing no user ref, no state
-    and no worktree: for callers (validation) that only need the rebased tree."""
-    base, carried = load_chain(series, repo)
-    target = ResolvedTarget(onto, onto, repo.rev_parse(onto))
-    result, stop, paths, _ = _replay(series, repo, base, carried, target,
-                                     repo.committer_ident())
-    if stop is not None:
-        step = result.patches[stop]
-        result.conflict = Conflict(step.file, step.subject, step.author, paths, "")
-    return result
-
-
-# -- state ----------------------------------------------------------------------------------
-
-
-def _state_dir(repo: Repo, series: str) -> Path:
-    return repo.carry_dir() / "rebase" / series
-
-
-def _state_path(repo: Repo, series: str, slug: str) -> Path:
-    return _state_dir(repo, series) / f"{slug}.json"
-
-
-def _worktree_path(repo: Repo, series: str, slug: str) -> Path:
-    """Beside the repository, where a user looks (`../vllm.carry/NAME/TARGET`), not under .git."""
-    return repo.path.parent / f"{repo.path.name.removesuffix('.git')}.carry" / series / slug
-
-
-def _write_state(path: Path, state: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(state, fh, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def _read_state(path: Path) -> dict[str, Any]:
-    try:
-        state: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise CarryError(f"cannot read rebase state {path}: {exc}") from None
-    if state.get("version") != STATE_VERSION:
-        raise CarryError(f"rebase state {path} has version {state.get('version')!r}; this carry "
-                         f"reads version {STATE_VERSION}", hint="finish it with the carry that "
-                         "started it, or remove the file after checking the refs")
-    return state
-
-
-def in_progress(repo: Repo, series: str) -> list[dict[str, Any]]:
-    d = _state_dir(repo, series)
-    if not d.is_dir():
-        return []
-    return [_read_state(p) for p in sorted(d.glob("*.json"))]
-
-
-def _state(series: Series, result: TargetResult, target: ResolvedTarget, branch: str,
-           old: str | None, refresh: bool, phase: str, head: str, position: int,
-           worktree: str = "", paths: Sequence[str] = ()) -> dict[str, Any]:
-    return {
-        "version": STATE_VERSION, "series": series.name, "series_root": str(series.root),
-        "target": {"name": target.name, "ref": target.ref, "sha": target.sha},
-        "branch": branch, "branch_old": old, "refresh": refresh, "phase": phase,
-        "head": head, "position": position, "worktree": worktree, "paths": list(paths),
-        "patches": [asdict(p) for p in result.patches],
-        "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-    }
-
-
-# -- the command ----------------------------------------------------------------------------
-
-
-def _branch_for(repo: Repo, series: str, target: ResolvedTarget, branch: str | None
-                ) -> tuple[str, str | None]:
-    ref = branch or f"carry/{series}/{target.slug}"
-    ref = ref if ref.startswith("refs/") else f"refs/heads/{ref}"
-    if repo.run("check-ref-format", ref, check=False).returncode != 0:
-        raise CarryError(f"not a valid branch name: {ref!r}")
-    old = repo.try_rev_parse(ref) if repo.ref_exists(ref) else None
-    if old:
-        from carry.apply import checked_out_at
-        from carry.branches import check_ours
-
-        where = checked_out_at(repo, ref)
-        if where:
-            raise CarryError(f"{ref} is checked out in {where}; carry will not move it under "
-                             "a worktree", hint="pass --branch with another name")
-        if not branch:
-            check_ours(repo, ref, old)
-    return ref, old
-
-
-def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
-    if opts.fetch:
-        upstream.fetch(series, repo)
-    targets = upstream.resolve(series, repo, opts.onto, opts.targets)
-    if opts.refresh and len(targets) != 1:
-        raise CarryError(f"--refresh writes one new version, but {len(targets)} targets were "
-                         "given", hint="pick one with --onto or --target")
-    if opts.branch and len(targets) != 1:
-        raise CarryError("--branch names one branch, but several targets were given")
-    for t in targets:
-        if _state_path(repo, series.name, t.slug).exists():
-            raise CarryError(f"a rebase of {series.name} onto {t.name} is already in progress "
-                             f"in {repo.path}", hint="carry rebase --continue, --skip or --abort")
-    branches = {t.slug: _branch_for(repo, series.name, t, opts.branch) for t in targets}
-    base, carried = load_chain(series, repo)
-    committer = repo.committer_ident()
-
-    def one(t: ResolvedTarget) -> TargetResult:
-        r = repo.fork()
-        try:
-            ref, old = branches[t.slug]
-            result, stop, paths, head = _replay(series, r, base, carried, t, committer)
-            result.branch, result.dry_run = ref, opts.dry_run
-            if opts.dry_run:
-                if stop is not None:
-                    s = result.patches[stop]
-                    result.conflict = Conflict(s.file, s.subject, s.author, paths, "")
-                return result
-            if stop is None:
-                _finish(series, r, result, t, ref, old, opts.refresh)
-            else:
-                with _WORKTREES:  # worktree add/remove/prune of two targets must not interleave
-                    _stop(series, r, result, t, ref, old, opts.refresh, head, stop, paths)
-            return result
-        except CarryError as exc:
-            return TargetResult(series.name, t.name, t.ref, t.sha, "failed", "", [],
-                                message=exc.line())
-        finally:
-            r.close()
-
-    workers = max(1, min(len(targets), os.cpu_count() or 2))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = list(pool.map(one, targets))
-    for res, t in zip(results, targets, strict=True):
-        if opts.refresh and res.status == "applied" and not opts.dry_run:
-            res.refreshed = refresh(series, repo, res, t)
-    return results
-
-
-def _finish(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarget, ref: str,
-            old: str | None, refresh_: bool) -> None:
-    """The one ref update, bracketed by a `finishing` state so that a kill -9 between the two
-    leaves `--abort` enough to put the ref back."""
-    path = _state_path(repo, series.name, target.slug)
-    _write_state(path, _state(series, result, target, ref, old, refresh_, "finishing",
-                              result.head, len(result.patches)))
-    try:
-        repo.set_ref(ref, result.head, old, message=f"carry rebase {series.name} onto "
-                     f"{target.name} {target.sha}")
-    except GitError as exc:
-        path.unlink(missing_ok=True)
-        result.status, result.head = "failed", ""
-        result.message = f"{ref} moved while carry worked; nothing was written ({exc})"
-        return
-    result.updated = True
-    path.unlink(missing_ok=True)
-
-
-def _stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarget, ref: str,
-          old: str | None, refresh_: bool, head: str, stop: int, paths: list[str]) -> None:
-    """Save the state first, then build the conflict worktree it names: a kill between the two
-    leaves a state whose `--abort` removes whatever part of the worktree exists."""
-    step = result.patches[stop]
-    wt = _worktree_path(repo, series.name, target.slug)
-    state = _state(series, result, target, ref, old, refresh_, "conflict", head, stop,
-                   str(wt), paths)
-    path = _state_path(repo, series.name, target.slug)
-    _write_state(path, state)
-    _remove_worktree(repo, wt, tidy=False)
-    wt.parent.mkdir(parents=True, exist_ok=True)
-    conflicted = repo.worktree_add(wt, head).cherry_pick_no_commit(step.source)
-    state["paths"] = conflicted or paths
-    _write_state(path, state)
-    from carry.squash import hints
-
-    result.conflict = Conflict(step.file, step.subject, step.author, state["paths"], str(wt),
-                               hints(repo, series.manifest.base.commit, target.sha, step.file,
-                                     step.subject, state["paths"], series.manifest.upstream.repo))
-
-
-_WORKTREES = threading.Lock()
-
-
-def _remove_worktree(repo: Repo, wt: Path, tidy: bool = True) -> None:
-    """`tidy` also removes the emptied NAME/ and REPO.carry/ folders; a stop must not, since
-    other targets of the same run are making their worktrees there at the same time."""
-    if wt.exists() or (repo.common_dir / "worktrees").exists():
-        repo.worktree_remove(wt)
-    shutil.rmtree(wt, ignore_errors=True)
-    repo.run("worktree", "prune", check=False)
-    for empty in (wt.parent, wt.parent.parent) if tidy else ():
-        with contextlib.suppress(OSError):
-            empty.rmdir()
-
-
-# -- continue, skip, abort --------------------------------------------------------------------
+    force: bool = False
 
 
 @dataclass
@@ -546,16 +60,157 @@ class Aborted:
     branch: str
     restored: bool
     worktree: str
+    series_restored: bool = False
+
+
+def in_progress(repo: Repo, series: str) -> list[dict[str, Any]]:
+    return st.in_progress(repo, series)
+
+
+# -- a new rebase -------------------------------------------------------------------------------
+
+
+def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
+    if opts.fetch:
+        targetmod.fetch(series, repo)
+    tlist = targetmod.resolve(series, repo, opts.onto, opts.targets)
+    if opts.refresh and len(tlist) != 1:
+        raise CarryError(f"--refresh writes one new version, but {len(tlist)} targets were "
+                         "given", hint="pick one with --onto or --target")
+    if opts.branch and len(tlist) != 1:
+        raise CarryError("--branch names one branch, but several targets were given")
+    for t in tlist:
+        if st.state_path(repo, series.name, t.slug).exists():
+            raise CarryError(f"a rebase of {series.name} onto {t.name} is already in progress "
+                             f"in {repo.path}", hint="carry rebase --continue, --skip or --abort")
+    branches = {t.slug: repo.claim_branch(opts.branch or f"carry/{series.name}/{t.slug}",
+                                          opts.force) for t in tlist}
+    base, carried = load_chain(series, repo)
+    committer = repo.committer_ident()
+    results, finishing = [], []
+    for t, done in zip(tlist, _replay_all(series, repo, base, carried, tlist, committer),
+                       strict=True):
+        if isinstance(done, str):
+            results.append(TargetResult(series.name, t.name, t.ref, t.sha, "failed", "", [],
+                                        message=done))
+            continue
+        r = done.result
+        r.branch, r.dry_run = branches[t.slug][0], opts.dry_run
+        results.append(r)
+        if done.stop is not None and opts.dry_run:
+            s = r.patches[done.stop]
+            r.conflict = Conflict(s.file, s.subject, s.author, done.paths, "")
+        elif done.stop is not None:
+            _stop(series, repo, r, t, branches[t.slug], opts.refresh, done)
+        elif not opts.dry_run:
+            finishing.append((t, r))
+    if finishing:
+        _finish(series, repo, finishing, branches, opts.refresh)
+    return results
+
+
+def _replay_all(series: Series, repo: Repo, base: str, carried: list[Carried],
+                tlist: list[ResolvedTarget], committer: Ident) -> list[Replayed | str]:
+    """Each target's replay, in a process of its own up to the core count: the tree work is
+    Python, and threads would share one core (a failure is its one-line message)."""
+    jobs = [(series, repo.path, base, carried, t, committer) for t in tlist]
+    workers = min(len(tlist), os.cpu_count() or 1)
+    if workers < 2:
+        return [_replay_one(job) for job in jobs]
+    ctx = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        return list(pool.map(_replay_one, jobs))
+
+
+def _replay_one(job: tuple[Series, Path, str, list[Carried], ResolvedTarget, Ident]
+                ) -> Replayed | str:
+    series, path, base, carried, target, committer = job
+    repo = Repo(path)
+    try:
+        return replay_target(series, repo, base, carried, target, committer)
+    except CarryError as exc:
+        return exc.line()
+    finally:
+        repo.close()
+
+
+def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetResult]],
+            branches: dict[str, tuple[str, str | None]], refresh: bool) -> None:
+    """Every applied target's branch in one transaction, bracketed by `finishing` states: a
+    kill before the transaction leaves nothing moved, after it leaves states that `--abort`
+    uses to put every branch back, and with `--refresh` the new version is written before
+    the states go."""
+    paths = []
+    for t, r in done:
+        ref, old = branches[t.slug]
+        path = st.state_path(repo, series.name, t.slug)
+        st.write(path, st.new(series.name, series.root, r, t, ref, old,
+                              series.manifest.version if refresh else 0, "finishing",
+                              r.head, len(r.patches)))
+        paths.append(path)
+    updates = [RefUpdate(branches[t.slug][0], r.head, branches[t.slug][1]) for t, r in done]
+    try:
+        repo.set_refs(updates, targetmod.reflog_message(series.name, [t for t, _ in done]))
+    except GitError as exc:
+        for path in paths:
+            path.unlink(missing_ok=True)
+        for _, r in done:
+            r.status, r.head = "failed", ""
+            r.message = f"a branch moved while carry worked; no branch was written ({exc})"
+        return
+    for (t, r), path in zip(done, paths, strict=True):
+        r.updated = True
+        if refresh:
+            r.refreshed = _refresh(series, repo, r, t)
+        path.unlink(missing_ok=True)
+
+
+def _stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarget,
+          branch: tuple[str, str | None], refresh: bool, done: Replayed) -> None:
+    """Save the state first, then build the conflict worktree it names: a kill between the two
+    leaves a state whose `--abort` removes whatever part of the worktree exists."""
+    step = result.patches[done.stop or 0]
+    wt = st.worktree_path(repo, series.name, target.slug)
+    state = st.new(series.name, series.root, result, target, branch[0], branch[1],
+                   series.manifest.version if refresh else 0, "conflict", done.head,
+                   done.stop or 0, str(wt), done.paths)
+    path = st.state_path(repo, series.name, target.slug)
+    st.write(path, state)
+    _remove_worktree(repo, wt, tidy=False)
+    wt.parent.mkdir(parents=True, exist_ok=True)
+    conflicted = repo.worktree_add(wt, done.head).cherry_pick_no_commit(step.source)
+    state["paths"] = conflicted or done.paths
+    st.write(path, state)
+    from carry.squash import hints
+
+    result.conflict = Conflict(step.file, step.subject, step.author, state["paths"], str(wt),
+                               hints(repo, series.manifest.base.commit, target.sha, step.file,
+                                     step.subject, state["paths"], series.manifest.upstream.repo))
+
+
+def _remove_worktree(repo: Repo, wt: Path, tidy: bool = True) -> None:
+    """`tidy` also removes the emptied NAME/ and REPO.carry/ folders; a stop must not, since
+    other targets of the same run are making their worktrees there at the same time."""
+    if wt.exists() or (repo.common_dir / "worktrees").exists():
+        repo.worktree_remove(wt)
+    shutil.rmtree(wt, ignore_errors=True)
+    repo.worktree_prune()
+    for empty in (wt.parent, wt.parent.parent) if tidy else ():
+        with contextlib.suppress(OSError):
+            empty.rmdir()
+
+
+# -- continue, skip, abort ----------------------------------------------------------------------
 
 
 def _pick(repo: Repo, series: Series, which: Sequence[str]) -> list[dict[str, Any]]:
-    states = in_progress(repo, series.name)
+    states = st.in_progress(repo, series.name)
     if not states:
         raise CarryError(f"no carry rebase of {series.name} is in progress in {repo.path}")
     if which:
         chosen = [s for s in states
                   if s["target"]["name"] in which or s["target"]["ref"] in which
-                  or ResolvedTarget(s["target"]["name"], "", "").slug in which]
+                  or targetmod.slug(s["target"]["name"]) in which]
         if not chosen:
             known = ", ".join(s["target"]["name"] for s in states)
             raise CarryError(f"no rebase of {series.name} onto {', '.join(which)} is in "
@@ -565,25 +220,29 @@ def _pick(repo: Repo, series: Series, which: Sequence[str]) -> list[dict[str, An
 
 
 def abort(series: Series, repo: Repo, which: Sequence[str] = ()) -> list[Aborted]:
-    """Put back what the rebase changed: the conflict worktree goes, and a ref that the final
-    update already moved returns to its old value. Safe to repeat after any kill."""
+    """Put back what the rebase changed: the conflict worktree goes, and a branch (and a
+    series version) that the finish already wrote return to their old values. Safe to repeat
+    after any kill."""
     out = []
     for state in _pick(repo, series, which):
         t = state["target"]
-        slug = ResolvedTarget(t["name"], "", "").slug
         wt = Path(state["worktree"]) if state["worktree"] else None
         if wt is not None:
             _remove_worktree(repo, wt)
-        restored = False
+        restored = back = False
         if state["phase"] == "finishing":
             ref, old = state["branch"], state["branch_old"]
             now = repo.try_rev_parse(ref) if repo.ref_exists(ref) else None
             if now == state["head"] and now != old:
                 repo.set_ref(ref, old, now, message=f"carry rebase --abort {series.name}")
                 restored = True
-        _state_path(repo, series.name, slug).unlink(missing_ok=True)
+            if state["refresh"] and series.manifest.version > state["refresh"]:
+                from carry import versions
+
+                back = versions.restore(series, state["refresh"])
+        st.state_path(repo, series.name, targetmod.slug(t["name"])).unlink(missing_ok=True)
         out.append(Aborted(series.name, t["name"], state["branch"], restored,
-                           str(wt) if wt else ""))
+                           str(wt) if wt else "", back))
     return out
 
 
@@ -597,12 +256,16 @@ def resume(series: Series, repo: Repo, action: str,
                          hint="name one with --target or --onto")
     state = states[0]
     t = ResolvedTarget(state["target"]["name"], state["target"]["ref"], state["target"]["sha"])
-    steps = [PatchResult(**p) for p in state["patches"]]
+    steps = st.steps(state)
     result = TargetResult(series.name, t.name, t.ref, t.sha, "conflict", "", steps,
                           branch=state["branch"])
     committer = repo.committer_ident()
     head, pos = state["head"], state["position"]
-    path = _state_path(repo, series.name, t.slug)
+    path = st.state_path(repo, series.name, t.slug)
+    branch = (state["branch"], state["branch_old"])
+    if action == "skip" and state["phase"] != "conflict":
+        raise CarryError(f"the rebase onto {t.name} is not stopped at a conflict; nothing to "
+                         "skip", hint="carry rebase --continue")
     if state["phase"] == "conflict":
         step = steps[pos]
         wt = Path(state["worktree"])
@@ -610,32 +273,33 @@ def resume(series: Series, repo: Repo, action: str,
             step.status, step.reason = "skipped", "left out with --skip"
         else:
             head = _take_resolution(repo, wt, step, head, state["paths"], committer)
-        state.update(phase="replaying", head=head,
-                     patches=[asdict(p) for p in steps])
-        _write_state(path, state)
+        for later in steps[pos + 1:]:
+            later.forecast = []
+        state.update(phase="replaying", head=head, patches=[asdict(p) for p in steps])
+        st.write(path, state)
         _remove_worktree(repo, wt)
-    elif action == "skip" and state["phase"] != "conflict":
-        raise CarryError(f"the rebase onto {t.name} is not stopped at a conflict; nothing to "
-                         "skip", hint="carry rebase --continue")
-    if state["phase"] in ("conflict", "replaying"):
-        head, stop, paths = _run_steps(repo, steps, head, committer)
+    if state["phase"] == "replaying":
+        head, stop, paths = run_steps(repo, steps, head, committer)
         if stop is not None:
-            _stop(series, repo, result, t, state["branch"], state["branch_old"],
-                  state["refresh"], head, stop, paths)
+            forecast(repo, steps, stop, head, committer)
+            _stop(series, repo, result, t, branch, bool(state["refresh"]),
+                  Replayed(result, stop, paths, head))
             return [result]
         result.status, result.head = "applied", head
-        _finish(series, repo, result, t, state["branch"], state["branch_old"], state["refresh"])
-    else:  # finishing: the ref update may or may not have happened before a kill
-        result.status, result.head = "applied", state["head"]
-        now = repo.try_rev_parse(state["branch"]) if repo.ref_exists(state["branch"]) else None
-        if now != state["head"]:
-            _finish(series, repo, result, t, state["branch"], state["branch_old"],
-                    state["refresh"])
-        else:
-            result.updated = True
-            path.unlink(missing_ok=True)
-    if result.status == "applied" and state["refresh"]:
-        result.refreshed = refresh(series, repo, result, t)
+        path.unlink(missing_ok=True)
+        _finish(series, repo, [(t, result)], {t.slug: branch}, bool(state["refresh"]))
+        return [result]
+    # finishing: a kill came after the state was written; the branch may have moved, and
+    # the new version may have been written
+    result.status, result.head = "applied", state["head"]
+    now = repo.try_rev_parse(branch[0]) if repo.ref_exists(branch[0]) else None
+    if now != state["head"]:
+        repo.set_ref(branch[0], state["head"], branch[1],
+                     targetmod.reflog_message(series.name, [t]))
+    result.updated = True
+    if state["refresh"] and series.manifest.version == state["refresh"]:
+        result.refreshed = _refresh(series, repo, result, t)
+    path.unlink(missing_ok=True)
     return [result]
 
 
@@ -668,31 +332,24 @@ def _take_resolution(repo: Repo, wt: Path, step: PatchResult, head: str, paths: 
 # -- refresh ------------------------------------------------------------------------------------
 
 
-def refresh(series: Series, repo: Repo, result: TargetResult,
-            target: ResolvedTarget) -> dict[str, Any]:
+def _refresh(series: Series, repo: Repo, result: TargetResult,
+             target: ResolvedTarget) -> dict[str, Any]:
     """Write the rebased series as the next version: each kept patch regenerated from its new
     commit under its old file name (numbers are identities), dropped ones gone."""
+    from carry import patches as patchmod
     from carry import series as seriesmod
     from carry import versions
 
-    with contextlib.suppress(CarryError):
-        versions.tag(series)  # keep the old version reachable for range-diff
     formatted: dict[str, bytes] = {}
     if result.head != result.onto:
         formatted = dict(repo.format_patch(result.onto, result.head))
-    files: dict[str, bytes] = {}
-    for step in result.patches:
-        if step.status == "applied":
-            files[step.file] = patchmod.render(repo.read_commit(step.commit),
-                                               formatted[step.commit])
+    files = {step.file: patchmod.render(repo.read_commit(step.commit), formatted[step.commit])
+             for step in result.patches if step.status == "applied"}
     m = series.manifest
     m.base = seriesmod.Base(ref=target.ref, commit=result.onto)
-    m.version += 1
-    m.changelog.append(seriesmod.ChangelogEntry(
-        m.version, dt.datetime.now(dt.UTC).date().isoformat(), changelog_line(result)))
-    seriesmod.write_series(series.root, m, files)
+    version = versions.write_next(series.root, m, files, changelog_line(result))
     fresh = seriesmod.load(series.root)
-    return {"version": m.version, "tag": versions.tag(fresh) or "", "files": sorted(files)}
+    return {"version": version, "tag": versions.tag(fresh) or "", "files": sorted(files)}
 
 
 def changelog_line(result: TargetResult) -> str:
@@ -720,7 +377,8 @@ def command(series: Series, repo: Repo, opts: Options, continue_: bool = False,
     if not actions:
         return run(series, repo, opts)
     extra = [n for n, on in (("--branch", opts.branch), ("--refresh", opts.refresh),
-                             ("--fetch", opts.fetch), ("--dry-run", opts.dry_run)) if on]
+                             ("--fetch", opts.fetch), ("--dry-run", opts.dry_run),
+                             ("--force", opts.force)) if on]
     if extra:
         raise CarryError(f"{actions[0]} resumes the saved rebase; {', '.join(extra)} cannot "
                          "change it now")

@@ -20,12 +20,10 @@ def hints(repo: Repo, base: str, onto: str, patch: str, subject: str, paths: lis
     """One line per matching upstream commit, with the provenance entry to add."""
     if not base or not paths or not repo.is_ancestor(base, onto):
         return []
-    out = repo.run("log", "--format=%H%x00%s", f"{base}..{onto}", "--", *paths,
-                   check=False).stdout.decode("utf-8", "replace")
     lines = []
     number = int(patch[:4]) if patch[:4].isdigit() else 0
-    for row in out.splitlines():
-        sha, _, subj = row.partition("\0")
+    for entry in repo.commits_touching(base, onto, paths, limit=0):
+        sha, subj = entry.sha, entry.subject
         if _key(subj) != _key(subject):
             continue
         m = _PR.search(subj)

@@ -7,12 +7,14 @@ moment it is written, before the maintainer commits anything.
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
 from carry.errors import CarryError
 from carry.git import Repo
-from carry.series import MANIFEST, PATCH_DIR, PATCH_NAME, Series
+from carry.series import MANIFEST, PATCH_DIR, PATCH_NAME, ChangelogEntry, Manifest, Series
 
 
 @dataclass(frozen=True)
@@ -45,17 +47,14 @@ def tag(series: Series) -> str | None:
         return None
     if repo is None:
         return _keep_outside_git(series)
-    with repo.temp_index() as env:
-        git_env = {**env, "GIT_WORK_TREE": str(series.root)}
-        repo.run("add", "-A", "--force", "--", ".", env=git_env, cwd=series.root)
-        tree = repo.write_tree(env)
+    tree = repo.snapshot_tree(series.root)
     name = tag_name(series.name, series.manifest.version)
     existing = repo.try_rev_parse(f"refs/tags/{name}", "tree")
     if existing == tree:
         return name
     if existing:
         raise CarryError(f"tag {name} already holds other content; bump the version instead")
-    repo.run("tag", name, tree)
+    repo.create_tag(name, tree)
     return name
 
 
@@ -75,14 +74,16 @@ def read(series: Series, version: str) -> Snapshot:
     name = tag_name(series.name, int(number))
     tree = repo.try_rev_parse(f"refs/tags/{name}", "tree")
     if tree is None:
-        known = ", ".join(t.rsplit("/", 1)[-1] for t in repo.tags(f"series/{series.name}/v*"))
+        known = ", ".join(t.rsplit("/", 1)[-1]
+                          for t in repo.version_tags(f"series/{series.name}/v*"))
         raise CarryError(f"no version {version} of {series.name} (known: {known or 'none'})")
     files: dict[str, bytes] = {}
-    for entry in repo.tree_entries(tree, [PATCH_DIR]):
-        fname = Path(entry).name
+    sub = repo.tree_lookup(tree, PATCH_DIR.encode())
+    for raw, (_, sha) in (repo.tree_items(sub[1]) if sub else {}).items():
+        fname = raw.decode("utf-8", "surrogateescape")
         if PATCH_NAME.match(fname):
-            files[fname] = repo.run("cat-file", "blob", f"{tree}:{entry}").stdout
-    manifest = repo.run("cat-file", "blob", f"{tree}:{MANIFEST}").stdout.decode("utf-8")
+            files[fname] = repo.read_object(sha)[2]
+    manifest = (repo.show_file(tree, MANIFEST) or b"").decode("utf-8")
     return Snapshot(version, manifest, dict(sorted(files.items())))
 
 
@@ -132,3 +133,44 @@ def _read_outside_git(series: Series, version: str, number: int) -> Snapshot:
     files = {p.name: p.read_bytes() for p in sorted((d / PATCH_DIR).iterdir())
              if PATCH_NAME.match(p.name) and p.is_file() and not p.is_symlink()}
     return Snapshot(version, (d / MANIFEST).read_text("utf-8"), files)
+
+
+def write_next(root: Path, manifest: Manifest, files: dict[str, bytes], summary: str,
+               today: str | None = None) -> int:
+    """The one way a new version of a series is made, by import and by refresh alike: the
+    version before it is tagged (so range-diff can reach it), the number goes up by one with
+    one changelog line, the directory is swapped in atomically, and the new version tagged."""
+    from carry.series import find, write_series
+
+    if (root / MANIFEST).exists():
+        with contextlib.suppress(CarryError):
+            tag(find(root.parent, root.name))
+    manifest.version += 1
+    date = today or dt.datetime.now(dt.UTC).date().isoformat()
+    manifest.changelog.append(ChangelogEntry(manifest.version, date, summary))
+    write_series(root, manifest, files)
+    with contextlib.suppress(CarryError):
+        tag(find(root.parent, root.name))
+    return manifest.version
+
+
+def restore(series: Series, version: int) -> bool:
+    """Put the series back to `version` (kept by `write_next`) and forget the versions after
+    it, which never became real: what `rebase --abort` does to a refresh a kill interrupted."""
+    import shutil
+    import tomllib
+
+    from carry.git import ANY
+    from carry.series import parse_manifest, write_series
+
+    snap = read(series, f"v{version}")
+    manifest = parse_manifest(series.manifest_path, tomllib.loads(snap.manifest))
+    newer = range(version + 1, series.manifest.version + 1)
+    write_series(series.root, manifest, snap.patches)
+    repo = toolkit_repo(series)
+    for n in newer:
+        if repo is None:
+            shutil.rmtree(series.root / KEPT / f"v{n}", ignore_errors=True)
+        elif repo.ref_exists(f"refs/tags/{tag_name(series.name, n)}"):
+            repo.set_ref(f"refs/tags/{tag_name(series.name, n)}", None, ANY, reflog=False)
+    return True

@@ -120,7 +120,8 @@ def show_series(s: Series, as_json: bool) -> None:
 # -- rebase and range-diff (F2) ----------------------------------------------------------------
 def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
                 series_root: str = "") -> None:
-    from carry.rebase import Aborted, TargetResult
+    from carry.rebase import Aborted
+    from carry.replay.engine import TargetResult
 
     if as_json:
         return render.emit_json(results)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from carry.atomic import write_json
 
 SCHEMA = 1
 
@@ -35,14 +35,5 @@ def load(root: Path, k: str) -> dict[str, Any] | None:
 
 
 def store(root: Path, k: str, data: dict[str, Any]) -> None:
-    write_atomic(_path(root, k), data)
+    write_json(_path(root, k), data)  # atomic: a crash never leaves half a report
 
-
-def write_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Written atomically, so a crash never leaves a half report that a later run trusts."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".report-", dir=str(path.parent))
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2)
-        fh.write("\n")
-    os.replace(tmp, path)

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from carry import render
+from carry import atomic, render
 from carry.errors import CarryError, ValidationFailed
 from carry.git import Ident, Repo
 from carry.series import Series
@@ -81,11 +81,11 @@ def resolve_target(series: Series, repo: Repo, onto: str | None, commit: str | N
 
 def _build(series: Series, repo: Repo, onto: str) -> str:
     """The series replayed as `carry rebase` would, with no ref, state or worktree written."""
-    from carry import rebase
+    from carry.replay.engine import replay
 
     if not series.patches():
         raise CarryError(f"series {series.name} has no patches yet", hint="run carry import")
-    result = rebase.replay(series, repo, onto)
+    result = replay(series, repo, onto)
     if result.status != "applied":
         where = f" at {result.conflict.file}" if result.conflict else ""
         raise ValidationFailed(
@@ -113,7 +113,7 @@ def _worktrees(repo: Repo, commits: dict[str, str]) -> Iterator[dict[str, Repo]]
 def _baseline_commit(repo: Repo, t: Target, files: list[str]) -> str:
     tree = repo.overlay_tree(t.onto, t.head, files)
     msg = b"carry validate --baseline: the series' test files on the unfixed base\n"
-    return repo.commit_tree(tree, [t.onto], msg, _CARRY, _CARRY)
+    return repo.write_commit(tree, [t.onto], msg, _CARRY, _CARRY)
 
 
 def run(
@@ -137,7 +137,8 @@ def run(
     t = resolve_target(series, repo, onto, commit)
     started = time.monotonic()
     changed = repo.changed_files(t.onto, t.head)
-    test_files = [p for p in repo.diff_names(t.onto, t.head) if plan.is_test_file(p, tp.suites)]
+    test_files = [p for p in repo.changed_files(t.onto, t.head, deleted=True)
+                  if plan.is_test_file(p, tp.suites)]
     modules = [p for p in test_files
                if p in changed and plan.is_test_module(p) and _in_suites(p, tp.suites)]
     base_commit = _baseline_commit(repo, t, test_files) if baseline else ""
@@ -202,8 +203,8 @@ def run(
         hook_notes=[d.note for d in decisions if d.note], baseline=base,
     )
     data = render.to_data(report)
-    cache.write_atomic(run_dir / "report.json", data)
-    cache.write_atomic(last_report_path(repo, series.name), data)
+    atomic.write_json(run_dir / "report.json", data)
+    atomic.write_json(last_report_path(repo, series.name), data)
     if not any(r.kind == "install" and not r.ok for r in results):
         cache.store(store, key, data)  # a failed install is the network's, not the series'
     return report

@@ -1,5 +1,5 @@
-"""What a target already contains: resolving targets, fetching, and finding the carried patches
-that upstream has absorbed.
+"""What a target already contains: the carried patches that upstream has absorbed, each with
+the reason, decided before any replay.
 
 Drop detection never runs a git process per upstream commit. Patch-ids are compared by git's
 own `rev-list --cherry-mark` over the whole range (the same header-only-first search as
@@ -17,48 +17,19 @@ import contextlib
 import hashlib
 import json
 import os
-import re
-import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from carry import trailers as trailermod
-from carry.errors import CarryError
-from carry.git import GitError, RawCommit, Repo
-from carry.patches import Patch
-from carry.series import Provenance, Series
+from carry.atomic import write_json
+from carry.git import RawCommit, Repo
+from carry.replay.chain import Carried
+from carry.series import Provenance
 
 # Provenance roles whose `patches` say "this PR holds the same change as these patches".
 EQUIVALENT_ROLES = ("upstream-equivalent", "consolidated")
-_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
-_USERINFO = re.compile(r"://[^/@\s]+@")
-_PRERELEASE = re.compile(r"\d[.-]?(?:rc|dev|alpha|beta|pre|a|b)[.-]?\d*$")
-
-
-@dataclass(frozen=True)
-class ResolvedTarget:
-    """A target pinned to a commit: `name` is the manifest's (with `@tag` for tag patterns)
-    or the ref exactly as the user gave it."""
-
-    name: str
-    ref: str
-    sha: str
-
-    @property
-    def slug(self) -> str:
-        return _SLUG.sub("-", self.name).strip("-.") or "target"
-
-
-@dataclass(frozen=True)
-class Carried:
-    """One patch of the series and the commit it is on its recorded base."""
-
-    number: int
-    file: str
-    patch: Patch
-    commit: RawCommit
 
 
 @dataclass(frozen=True)
@@ -67,69 +38,9 @@ class Drop:
     upstream: str = ""
 
 
-def resolve(series: Series, repo: Repo, onto: Sequence[str],
-            names: Sequence[str]) -> list[ResolvedTarget]:
-    """`--onto` refs and `--target` names; neither means every target of the manifest."""
-    m = series.manifest
-    if not onto and not names:
-        names = [t.name for t in m.targets]
-        if not names:
-            raise CarryError(f"series {series.name} has no targets; pass --onto REF")
-    out: list[ResolvedTarget] = []
-    for ref in onto:
-        out.append(ResolvedTarget(ref, ref, repo.rev_parse(ref)))
-    for name in names:
-        t = m.target(name)
-        if t.ref:
-            sha = repo.try_rev_parse(t.ref)
-            if sha is None:
-                raise CarryError(f"target {name}: ref {t.ref!r} is not in {repo.path}",
-                                 hint="pass --fetch, or add the remote")
-            out.append(ResolvedTarget(name, t.ref, sha))
-            continue
-        tags = release_tags(repo, t.tags)[-max(t.latest, 1):]
-        if not tags:
-            raise CarryError(f"target {name}: no tag in {repo.path} matches {t.tags!r}",
-                             hint="pass --fetch to get the tags")
-        for tag in reversed(tags):
-            out.append(ResolvedTarget(f"{name}@{tag}", tag, repo.rev_parse(f"refs/tags/{tag}")))
-    seen: set[str] = set()
-    unique = []
-    for r in out:
-        if r.slug not in seen:
-            seen.add(r.slug)
-            unique.append(r)
-    return unique
-
-
-def release_tags(repo: Repo, pattern: str) -> list[str]:
-    """Tags matching `pattern`, oldest version first, without release candidates and dev
-    tags: a release target follows releases (`v0.34.0`, not `v0.35.0rc1`)."""
-    return [t for t in repo.version_tags(pattern) if not _PRERELEASE.search(t)]
-
-
-def fetch(series: Series, repo: Repo) -> list[str]:
-    """Fetch the manifest's remotes that this repository defines; returns their names."""
-    known = set(repo.remotes())
-    wanted = [r.remote for r in (series.manifest.upstream, series.manifest.fork) if r.remote]
-    fetched = []
-    for remote in dict.fromkeys(wanted):
-        if remote not in known:
-            continue
-        try:
-            repo.fetch(remote)
-        except GitError as exc:
-            # git's complaint can quote the remote URL, and a URL can hold a token.
-            raise CarryError(_USERINFO.sub("://***@", str(exc))) from None
-        fetched.append(remote)
-    if wanted and not fetched:
-        raise CarryError(f"none of the remotes {', '.join(wanted)} is defined in {repo.path}",
-                         hint="git remote add NAME URL")
-    return fetched
-
-
 def find_drops(repo: Repo, carried: Sequence[Carried], base: str, target: str,
-               provenance: Sequence[Provenance] = (), remember: bool = True) -> dict[int, Drop]:
+               provenance: Sequence[Provenance] = (), upstream_repo: str = "",
+               remember: bool = True) -> dict[int, Drop]:
     """The patches the target already has, each with its reason, decided before any replay.
 
     The patch-id search (git's own, over the whole range) and the message search run at the
@@ -179,10 +90,7 @@ def _search(repo: Repo, head: str, base: str, target: str, needles: list[str],
     if remember:
         known = [e for e in known if e["target"] != target][-7:]
         known.append({"target": target, "marked": sorted(marked), "hits": hits})
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-        tmp.write_text(json.dumps(known), encoding="utf-8")
-        os.replace(tmp, path)
+        write_json(path, known)
     return marked, hits
 
 
@@ -299,3 +207,9 @@ def _equivalents(provenance: Sequence[Provenance]) -> dict[str, list[Provenance]
 
 def _describe(repo: Repo, sha: str) -> str:
     return f"{sha[:12]} \"{repo.read_commit(sha).subject}\""
+
+
+def _in_repo(pr: str, repo: str) -> bool:
+    """Whether `OWNER/REPO#N` is a PR of `repo` (a bare `#N` is taken as upstream's)."""
+    owner_repo = pr.rsplit("#", 1)[0]
+    return not repo or not owner_repo or owner_repo.lower() == repo.lower()

@@ -1,0 +1,76 @@
+"""The one place that talks to git, split by concern the way StGit's `stupid` is: objects
+(cat-file and in-process writes), refs, history (patches, patch-ids, merges), private indexes
+and worktrees. Callers see one `Repo` and never a raw git command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Self
+
+from carry.errors import CarryError
+from carry.git.base import (
+    NULL_SHA,
+    GitError,
+    Ident,
+    LogEntry,
+    MergeResult,
+    RawCommit,
+    clone_bare,
+    open_path,
+)
+from carry.git.history import FORMAT_PATCH_ARGS, FROM_LINE, History, mailinfo
+from carry.git.index import INDEX_PREFIX, ApplyError, Index
+from carry.git.objects import Entry, parse_commit
+from carry.git.refs import ANY, Refs, RefUpdate
+from carry.git.worktrees import Worktrees
+
+__all__ = [
+    "ANY", "FORMAT_PATCH_ARGS", "FROM_LINE", "INDEX_PREFIX", "NULL_SHA", "ApplyError", "Entry",
+    "GitError", "Ident", "LogEntry", "MergeResult", "RawCommit", "RefUpdate", "Repo", "mailinfo",
+    "parse_commit",
+]
+
+
+class Repo(Refs, History, Index, Worktrees):
+    """A git repository on disk, addressed by its top-level (or bare) directory."""
+
+    @classmethod
+    def open(cls, path: str | Path) -> Self:
+        return cls(open_path(path))
+
+    @classmethod
+    def clone(cls, url: str, dest: Path) -> Self:
+        return cls(clone_bare(url, dest))
+
+    def fork(self) -> Self:
+        """Another handle on this repository, with its own cat-file process, for a thread."""
+        return type(self)(self.path, _odb=self._odb)
+
+    def claim_branch(self, branch: str, force: bool = False) -> tuple[str, str | None]:
+        """Check, before any work, that carry may write `branch`; returns (ref, old value).
+
+        One rule for every command: a tag or a ref outside refs/heads is never a branch; a
+        branch checked out in a worktree never moves; an existing branch moves only with
+        `force`, or when its reflog says carry itself wrote it last and it still holds that
+        commit (a carry/ branch in a repository that keeps no reflog is trusted)."""
+        ref = branch if branch.startswith("refs/") else f"refs/heads/{branch}"
+        if not ref.startswith("refs/heads/") or not self.valid_branch(ref):
+            raise CarryError(f"not a valid branch name: {branch!r}",
+                             hint="a branch lives under refs/heads/ and does not start with -")
+        old = self.try_rev_parse(ref) if self.ref_exists(ref) else None
+        if old is None:
+            return ref, None
+        last = self.reflog(ref, 1)
+        ours = bool(last and last[0][0] == old and last[0][1].startswith("carry")) or (
+            not last and ref.startswith("refs/heads/carry/"))
+        short = ref.removeprefix("refs/heads/")
+        if not (force or ours):
+            why = f"last written by {last[0][1]!r}" if last else "with no reflog entry by carry"
+            raise CarryError(f"branch {short!r} already exists; {short} is at {old[:12]}, not "
+                             f"where carry last wrote it ({why}); carry will not overwrite it",
+                             hint="pass --force to move it, or pick another --branch")
+        where = self.worktree_of(ref)
+        if where:
+            raise CarryError(f"{short} is checked out in {where}; carry will not move it under "
+                             "a worktree", hint="pass --branch with another name")
+        return ref, old

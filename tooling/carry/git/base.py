@@ -1,0 +1,210 @@
+"""What every part of the git wrapper shares: the value types, the one way a git process is
+started, and opening a repository.
+
+Plumbing runs as subprocesses with bytes in and bytes out, so that messages, author names and
+patch bodies pass through untouched. `_run` is private to the package: a caller outside
+`carry.git` gets a named method, so the commands carry runs can be read in one place.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from carry.errors import CarryError
+
+NULL_SHA = "0" * 40
+
+# Options that make diff and format-patch bytes independent of the user's configuration, so
+# that re-importing the same range writes the same bytes on any machine.
+STABLE_CONFIG = (
+    "-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false", "-c", "diff.relative=false",
+    "-c", "format.headers=", "-c", "core.quotePath=true", "-c", "diff.algorithm=myers",
+)
+
+
+class GitError(CarryError):
+    """A git command failed; carries git's own first line of complaint."""
+
+
+@dataclass(frozen=True)
+class Ident:
+    """An author or committer: name, email and the raw `<epoch> <tz>` date."""
+
+    name: str
+    email: str
+    date: str
+
+    @classmethod
+    def parse(cls, raw: str) -> Ident:
+        m = re.match(r"^(.*) <(.*)> (\d+ [+-]\d{4})$", raw)
+        if not m:
+            raise GitError(f"cannot parse identity line {raw!r}")
+        return cls(m.group(1), m.group(2), m.group(3))
+
+    def line(self) -> str:
+        return f"{self.name} <{self.email}> {self.date}"
+
+
+@dataclass(frozen=True)
+class RawCommit:
+    sha: str
+    tree: str
+    parents: tuple[str, ...]
+    author: Ident
+    committer: Ident
+    message: bytes
+    encoding: str | None = None
+
+    @property
+    def subject(self) -> str:
+        return self.message.split(b"\n", 1)[0].decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    tree: str
+    clean: bool
+    conflicts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    sha: str
+    author: str
+    date: str  # ISO 8601, the author date
+    subject: str
+
+
+@dataclass
+class Base:
+    """A git repository on disk, addressed by its top-level (or bare) directory."""
+
+    path: Path
+    _catfile: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _odb: tuple[Path, bool] | None = field(default=None, repr=False)
+    _trees: dict[str, dict[bytes, tuple[bytes, str]]] = field(default_factory=dict, repr=False)
+
+    def _run(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+        ok_codes: Sequence[int] = (0,),
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
+        full_env = None
+        if env:
+            full_env = dict(os.environ)
+            full_env.update(env)
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=str(cwd or self.path),
+            input=input,
+            # No git child ever reads carry's stdin: a command that wants input gets `input`,
+            # every other one reads nothing (an open terminal or pipe never hangs it).
+            stdin=None if input is not None else subprocess.DEVNULL,
+            capture_output=True,
+            env=full_env,
+        )
+        if check and proc.returncode not in ok_codes:
+            raise GitError(complaint(args, proc.stderr or proc.stdout))
+        return proc
+
+    def _out(self, *args: str, **kw: object) -> str:
+        return self._run(*args, **kw).stdout.decode("utf-8", "replace").strip()  # type: ignore[arg-type]
+
+    def _run_many(self, cmds: Sequence[Sequence[str]]) -> list[bytes]:
+        """Several git commands at once (stdout of each); a failure raises like `_run`."""
+        procs = [subprocess.Popen(["git", *c], cwd=str(self.path), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+                 for c in cmds]
+        if len(procs) == 1:
+            results = [procs[0].communicate()]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(len(procs)) as pool:
+                results = list(pool.map(lambda p: p.communicate(), procs))
+        for cmd, proc, (_, err) in zip(cmds, procs, results, strict=True):
+            if proc.returncode != 0:
+                raise GitError(complaint(cmd, err))
+        return [out for out, _ in results]
+
+    @property
+    def git_dir(self) -> Path:
+        return Path(self._out("rev-parse", "--absolute-git-dir"))
+
+    @property
+    def common_dir(self) -> Path:
+        d = Path(self._out("rev-parse", "--git-common-dir"))
+        return d if d.is_absolute() else (self.path / d).resolve()
+
+    def carry_dir(self) -> Path:
+        d = self.common_dir / "carry"
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+
+def open_path(path: str | Path) -> Path:
+    """The directory a `Repo` is addressed by: the top level, or the git dir when bare."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise CarryError(f"repository does not exist: {p}")
+    # --show-toplevel fails in a bare repository, so ask for the git dir as well.
+    out = subprocess.run(
+        ["git", "-C", str(p), "rev-parse", "--is-bare-repository", "--absolute-git-dir",
+         "--show-object-format"],
+        capture_output=True, stdin=subprocess.DEVNULL,
+    )
+    if out.returncode != 0:
+        raise CarryError(f"not a git repository: {p}")
+    bare, git_dir, object_format = out.stdout.decode().splitlines()[:3]
+    if object_format != "sha1":
+        # Patch files, the manifest and carry's object writer all name SHA-1 ids.
+        raise CarryError(f"{p} is a {object_format.upper().replace('SHA', 'SHA-')} "
+                         "repository; carry supports SHA-1 repositories only")
+    if bare == "true":
+        return Path(git_dir).resolve()
+    top = subprocess.run(["git", "-C", str(p), "rev-parse", "--show-toplevel"],
+                         capture_output=True, stdin=subprocess.DEVNULL)
+    if top.returncode != 0:  # inside .git itself
+        return Path(git_dir).resolve()
+    return Path(top.stdout.decode().strip()).resolve()
+
+
+def clone_bare(url: str, dest: Path) -> Path:
+    """Clone a URL (bare, all refs), used when import is given a remote repository.
+
+    Blobs are fetched on demand: format-patch reads only the series' own files, so a
+    vLLM-sized history costs commits and trees, not every file ever written.
+    """
+    import git as gitpython
+
+    try:
+        gitpython.Repo.clone_from(url, str(dest), bare=True, filter="blob:none")
+    except gitpython.GitCommandError as exc:
+        said = [ln.strip(" '") for ln in str(exc.stderr or "").splitlines()]
+        why = next((ln[ln.index("fatal:"):] for ln in said if "fatal:" in ln), "git failed")
+        raise CarryError(f"cannot clone {url}: {why}") from None
+    try:
+        return open_path(dest)
+    except CarryError as exc:
+        raise CarryError(str(exc).replace(str(dest), url)) from None
+
+
+def complaint(args: Sequence[str], stderr: bytes) -> str:
+    text = stderr.decode("utf-8", "replace").strip()
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    useful = next(
+        (ln for ln in lines if ln.startswith(("fatal:", "error:"))), lines[0] if lines else ""
+    )
+    cmd = next((a for a in args if not a.startswith("-") and "=" not in a), "git")
+    return f"git {cmd} failed: {useful or 'no output'}"

@@ -1,0 +1,200 @@
+"""History and patches: format-patch, patch-ids, searches over ranges, diffs and the
+worktree-free three-way merge the replay is built on. Nothing here runs a process per commit:
+a range is always one `git log` or `rev-list`, piped where it needs a second tool."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from carry.errors import CarryError
+from carry.git.base import STABLE_CONFIG, GitError, LogEntry, MergeResult, RawCommit, complaint
+from carry.git.objects import Objects
+
+FROM_LINE = re.compile(rb"^From ([0-9a-f]{40}) Mon Sep 17 00:00:00 2001$", re.M)
+
+# Options that make format-patch bytes independent of the user's configuration.
+FORMAT_PATCH_ARGS = (
+    "-k", "--no-signature", "--no-notes", "--no-thread", "--no-attach", "--no-cover-letter",
+    "--encode-email-headers", "--full-index", "--binary", "--find-renames", "--no-color",
+    "--src-prefix=a/", "--dst-prefix=b/", "--stat=72", "--no-signoff", "--no-add-header",
+    "--no-to", "--no-cc", "--no-from", "--no-base", "--no-force-in-body-from", "--no-numbered",
+    "--pretty=email", "--encoding=UTF-8",
+)
+
+
+class History(Objects):
+    def format_patch(self, base: str, head: str) -> list[tuple[str, bytes]]:
+        """Every commit of base..head as (sha, format-patch bytes), oldest first, one process.
+
+        git writes each patch to its own numbered file: a stream would have to be split on
+        `From <sha>` lines, which a commit message can hold too.
+        """
+        with tempfile.TemporaryDirectory(prefix="carry-fp-") as tmp:
+            self._run(*STABLE_CONFIG, "format-patch", "-o", tmp, "--numbered-files",
+                      *FORMAT_PATCH_ARGS, f"{base}..{head}")
+            out = []
+            for f in sorted(Path(tmp).iterdir(), key=lambda p: int(p.name)):
+                data = f.read_bytes()
+                if not data:
+                    continue  # a commit that changes nothing: the caller names it
+                m = FROM_LINE.match(data)
+                if m is None:
+                    raise GitError(f"git format-patch wrote {f.name} without its From line")
+                out.append((m.group(1).decode(), data))
+            return out
+
+    def diff_patch_ids(self, diffs: Sequence[bytes]) -> list[str | None]:
+        """The patch-id of each diff (None for one with no change), in one process."""
+        stream = b"".join(b"commit %040d\n" % i + d for i, d in enumerate(diffs))
+        ids: list[str | None] = [None] * len(diffs)
+        out = self._run("patch-id", "--stable", input=stream).stdout.decode()
+        for pid, _, tag in (line.partition(" ") for line in out.splitlines()):
+            ids[int(tag)] = pid
+        return ids
+
+    def log_patch_ids(
+        self, revs: Sequence[str], paths: Sequence[str] = ()
+    ) -> list[tuple[str, str]]:
+        """(patch-id, commit) for the non-merge commits of `revs` that touch `paths`: one
+        `git log -p` piped into one `git patch-id --stable`, never a process per commit.
+
+        `--full-diff` keeps each selected commit's whole diff, so its patch-id is the real one;
+        a commit with the same patch-id as a patch touches the same paths, so the path limit
+        loses no match while sparing git the diff of every unrelated commit.
+        """
+        cmd = ["git", *STABLE_CONFIG, "--literal-pathspecs", "log", "-p", "--no-merges",
+               "--no-color", "--format=commit %H", "--full-index", "--binary", "--full-diff",
+               "--find-renames", "--no-ext-diff", "--no-textconv", *revs, "--", *paths]
+        with tempfile.TemporaryFile() as err:
+            log = subprocess.Popen(cmd, cwd=str(self.path), stdout=subprocess.PIPE, stderr=err,
+                                   stdin=subprocess.DEVNULL)
+            assert log.stdout is not None
+            pid = subprocess.run(["git", "patch-id", "--stable"], cwd=str(self.path),
+                                 stdin=log.stdout, capture_output=True)
+            log.stdout.close()
+            if log.wait() != 0:
+                err.seek(0)
+                raise GitError(complaint(("log",), err.read()))
+        if pid.returncode != 0:
+            raise GitError(complaint(("patch-id",), pid.stderr))
+        pairs = []
+        for line in pid.stdout.decode().splitlines():
+            pid_, _, commit = line.partition(" ")
+            pairs.append((pid_, commit))
+        return pairs
+
+    def cherry_marked(self, ours: str, theirs: str, exclude: Sequence[str] = (),
+                      jobs: int = 1, min_split: int = 2000) -> set[str]:
+        """The commits on either side of `ours...theirs` (less what `exclude` reaches) whose
+        patch has an equal on the other side: git's own `rev-list --cherry-mark`, which, like
+        `git cherry`, compares header-only patch-ids first and diffs contents only on a
+        collision. With `jobs` > 1 a long far side is cut at first-parent points and searched
+        by that many processes at once, since the per-commit tree diffs are the whole cost."""
+        nots = [f"^{x}" for x in exclude]
+        cuts = [theirs]
+        if jobs > 1:
+            line = self._out("rev-list", "--first-parent", theirs, "--not", ours, *exclude).split()
+            if len(line) >= min_split:
+                step = len(line) // jobs
+                cuts = [line[i * step] for i in range(jobs)]
+        cmds = []
+        for i, cut in enumerate(cuts):
+            stop = [f"^{cuts[i + 1]}"] if i + 1 < len(cuts) else []
+            cmds.append(("rev-list", "--cherry-mark", "--no-merges", f"{ours}...{cut}", *stop,
+                         *nots, "--"))
+        marked: set[str] = set()
+        for out in self._run_many(cmds):
+            marked.update(ln[1:] for ln in out.decode().splitlines() if ln.startswith("="))
+        return marked
+
+    def grep_log(self, revs: Sequence[str], needles: Sequence[str]) -> list[str]:
+        """Commits of `revs`, merges too, whose message holds any needle as a fixed string;
+        git does the search over the whole range in one process."""
+        if not needles:
+            return []
+        greps = [f"--grep={n}" for n in needles]
+        return self._out("log", "--fixed-strings", "--format=%H", *greps, *revs, "--").split()
+
+    def diff_check(self, a: str, b: str) -> tuple[bool, bytes]:
+        """`git diff --check a b`: (clean, git's own report of whitespace errors)."""
+        proc = self._run("diff", "--check", "--no-color", a, b, check=False)
+        if proc.returncode not in (0, 1, 2):
+            raise GitError(complaint(("diff", "--check"), proc.stderr))
+        return proc.returncode == 0, proc.stdout + proc.stderr
+
+    def range_diff(self, *args: str, color: bool = False) -> str:
+        flag = "--color=always" if color else "--no-color"
+        return self._run("range-diff", flag, *args).stdout.decode("utf-8", "replace")
+
+    def merge_tree(self, ours: str, theirs: str) -> MergeResult:
+        """A worktree-free three-way merge; the merge base is found by git."""
+        proc = self._run(
+            "merge-tree", "--write-tree", "--name-only", "--no-messages", ours, theirs,
+            ok_codes=(0, 1),
+        )
+        lines = proc.stdout.decode("utf-8", "replace").splitlines()
+        return MergeResult(lines[0], proc.returncode == 0, tuple(x for x in lines[1:] if x))
+
+    def replay_tree(self, commit: RawCommit, onto_tree: str) -> MergeResult:
+        """`cherry_tree` with the graft written in-process: one git process per patch."""
+        if not commit.parents:
+            raise CarryError(f"cannot replay root commit {commit.sha[:12]}")
+        graft = self.write_commit(onto_tree, commit.parents[:1], b"carry graft\n",
+                                  commit.author, commit.author)
+        return self.merge_tree(graft, commit.sha)
+
+    def changed_files(self, a: str, b: str, deleted: bool = False) -> list[str]:
+        """The paths `b` changes against `a`; without `deleted`, only those that still exist
+        (what hooks get as --files)."""
+        only = () if deleted else ("--diff-filter=d",)
+        out = self._run("diff", "--name-only", "-z", "--no-renames", *only, a, b).stdout
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+    def commits_touching(self, since: str, until: str, paths: Sequence[str],
+                         limit: int = 50) -> list[LogEntry]:
+        """The commits of `since..until` (newest first) that touched any of `paths`: what moved
+        under a patch that no longer applies. Merges are left out; their sides are listed.
+        `limit` 0 lists them all."""
+        if not paths:
+            return []
+        count = (f"--max-count={limit}",) if limit else ()
+        out = self._run("log", "--no-merges", *count,
+                        "--format=%H%x00%an <%ae>%x00%aI%x00%s%x00", f"{since}..{until}", "--",
+                        *paths).stdout.decode("utf-8", "replace")
+        fields = out.split("\0")
+        return [LogEntry(*(f.strip() for f in fields[k:k + 4]))
+                for k in range(0, len(fields) - 4, 4)]
+
+    def all_commits(self) -> list[tuple[str, str, str]]:
+        """(commit, author email, subject) of every non-merge commit any ref but carry's own
+        (refs/carry/*) reaches, newest first."""
+        out = self._run("log", "--exclude=refs/carry/*", "--all", "--no-merges",
+                        "--format=%H%x00%ae%x00%s").stdout.decode("utf-8", "replace")
+        return [(a, b, c) for a, b, c in (line.split("\0", 2) for line in out.splitlines())]
+
+
+def mailinfo(mail: bytes) -> tuple[dict[str, str], bytes, bytes]:
+    """Split one mail with git's own parser into (headers, message body, diff).
+
+    `-k` keeps the subject whole: vLLM subjects start with tags like `[BugFix]` that plain
+    mailinfo would strip as if they were `[PATCH]`.
+    """
+    with tempfile.TemporaryDirectory(prefix="carry-mi-") as tmp:
+        msg, patch = Path(tmp, "msg"), Path(tmp, "patch")
+        proc = subprocess.run(
+            ["git", "mailinfo", "-k", "--encoding=UTF-8", "--no-scissors", "--quoted-cr=nowarn",
+             str(msg), str(patch)],
+            input=mail, capture_output=True, cwd=tmp,
+        )
+        if proc.returncode != 0:
+            raise GitError(complaint(("mailinfo",), proc.stderr))
+        headers: dict[str, str] = {}
+        for line in proc.stdout.decode("utf-8", "replace").splitlines():
+            key, sep, value = line.partition(": ")
+            if sep:
+                headers[key] = value
+        return headers, msg.read_bytes(), patch.read_bytes()

@@ -1,0 +1,144 @@
+"""Refs, revisions and remotes. Every ref carry moves goes through `set_refs`: one
+`update-ref --stdin` transaction with the old value checked, so several targets' branches move
+together or not at all, and a branch someone else moved is never overwritten."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from carry.errors import CarryError
+from carry.git.base import NULL_SHA, Base
+
+ANY = "any"  # `old` for a ref update that checks nothing (carry's own cache refs)
+
+
+@dataclass(frozen=True)
+class RefUpdate:
+    """Move `ref` to `new` (None deletes) if it holds `old` (None: must not exist)."""
+
+    ref: str
+    new: str | None
+    old: str | None
+
+
+class Refs(Base):
+    def rev_parse(self, rev: str, kind: str = "commit") -> str:
+        proc = self._run("rev-parse", "--verify", "--quiet", f"{rev}^{{{kind}}}", check=False)
+        if proc.returncode != 0:
+            raise CarryError(f"unknown revision {rev!r} in {self.path}")
+        return proc.stdout.decode().strip()
+
+    def try_rev_parse(self, rev: str, kind: str = "commit") -> str | None:
+        try:
+            return self.rev_parse(rev, kind)
+        except CarryError:
+            return None
+
+    def ref_exists(self, ref: str) -> bool:
+        return self._run("show-ref", "--verify", "--quiet", ref, check=False).returncode == 0
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        proc = self._run("merge-base", a, b, check=False)
+        return proc.stdout.decode().strip() or None
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        return self._run("merge-base", "--is-ancestor", a, b, check=False).returncode == 0
+
+    def shallow_boundary(self) -> set[str]:
+        """The commits a shallow clone cut the history below (they look parentless to git)."""
+        path = Path(self._out("rev-parse", "--git-path", "shallow"))
+        path = path if path.is_absolute() else self.path / path
+        return set(path.read_text().split()) if path.is_file() else set()
+
+    def rev_list(self, *args: str) -> list[str]:
+        return self._out("rev-list", *args).split()
+
+    def for_each_ref(self, pattern: str, fmt: str = "%(refname)") -> list[str]:
+        return [line for line in self._out("for-each-ref", f"--format={fmt}", pattern).splitlines()]
+
+    def version_tags(self, pattern: str) -> list[str]:
+        """Tags matching `pattern`, oldest version first; a release candidate sorts before
+        its release, so `v1.2.0` is newer than `v1.2.0rc1`."""
+        cfg: list[str] = []
+        for suffix in ("rc", "-rc", ".rc", "dev", ".dev", "-dev", "a", "b", "-alpha", "-beta"):
+            cfg += ["-c", f"versionsort.suffix={suffix}"]
+        return self._out(*cfg, "tag", "--list", pattern, "--sort=v:refname").split()
+
+    def fetch(self, remote: str) -> None:
+        self._run("fetch", "--quiet", "--tags", remote)
+
+    def push(self, remote: str, commit: str, branch: str, lease: str | None) -> None:
+        """Push with a lease, so a branch someone else moved is never overwritten."""
+        lease_arg = f"--force-with-lease=refs/heads/{branch}:{lease or ''}"
+        self._run("push", "--quiet", "--porcelain", lease_arg, remote,
+                 f"{commit}:refs/heads/{branch}")
+
+    def remote_head(self, remote: str, branch: str) -> str | None:
+        out = self._out("ls-remote", remote, f"refs/heads/{branch}")
+        return out.split()[0] if out else None
+
+    def fetch_refspec(self, remote: str, refspec: str) -> None:
+        self._run("fetch", "--quiet", "--no-tags", remote, refspec)
+
+    def remotes(self) -> list[str]:
+        return self._out("remote").split()
+
+    def set_ref(self, ref: str, new: str | None, old: str | None,
+                message: str = "carry", reflog: bool = True) -> None:
+        self.set_refs([RefUpdate(ref, new, old)], message, reflog)
+
+    def set_refs(self, updates: Sequence[RefUpdate], message: str = "carry",
+                 reflog: bool = True) -> None:
+        """All of `updates` in one transaction; git applies none if any old value is off.
+        `reflog` logs even where git would not (a bare repository), since the log is how
+        carry later knows a branch is its own."""
+        lines = ["start"]
+        for u in updates:
+            old = "" if u.old == ANY else " " + (u.old or NULL_SHA)
+            lines.append(f"delete {u.ref}{old}" if u.new is None else
+                         f"update {u.ref} {u.new}{old}")
+        lines += ["prepare", "commit", ""]
+        create = ("--create-reflog",) if reflog else ()
+        self._run("update-ref", *create, "-m", message, "--stdin",
+                  input="\n".join(lines).encode())
+
+    def valid_branch(self, ref: str) -> bool:
+        """A full ref name git accepts that cannot be read as an option."""
+        return not ref.removeprefix("refs/heads/").startswith("-") and self._run(
+            "check-ref-format", ref, check=False).returncode == 0
+
+    def reflog(self, ref: str, limit: int = 20) -> list[tuple[str, str]]:
+        """(commit, message) of the latest reflog entries of `ref`, newest first; none when
+        it keeps no log."""
+        proc = self._run("reflog", "show", f"-{limit}", "--format=%H %gs", ref, "--",
+                         check=False)
+        if proc.returncode != 0:
+            return []
+        rows = proc.stdout.decode("utf-8", "replace").splitlines()
+        return [(sha, msg) for sha, _, msg in (r.partition(" ") for r in rows) if sha]
+
+    def create_tag(self, name: str, target: str) -> None:
+        self._run("tag", name, target)
+
+    def remote_urls(self) -> dict[str, str]:
+        """remote name -> fetch URL."""
+        out = self._run("config", "--get-regexp", r"^remote\..*\.url$", check=False).stdout
+        urls: dict[str, str] = {}
+        for line in out.decode("utf-8", "replace").splitlines():
+            key, _, url = line.partition(" ")
+            urls.setdefault(key.removeprefix("remote.").removesuffix(".url"), url.strip())
+        return urls
+
+    def remote_default(self, remote: str) -> str | None:
+        """The branch `refs/remotes/REMOTE/HEAD` points at, if the clone recorded one."""
+        proc = self._run("symbolic-ref", "--quiet", f"refs/remotes/{remote}/HEAD", check=False)
+        name = proc.stdout.decode().strip().removeprefix(f"refs/remotes/{remote}/")
+        return name if proc.returncode == 0 and name else None
+
+    def first_parent_chain(self, head: str, base: str) -> list[str] | None:
+        """base..head along first parents, oldest first; None when `head` is unknown."""
+        proc = self._run("rev-list", "--reverse", "--first-parent", head, "--not", base, "--",
+                         check=False)
+        return proc.stdout.decode().split() if proc.returncode == 0 else None

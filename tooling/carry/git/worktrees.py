@@ -1,0 +1,49 @@
+"""Worktrees: the only place carry writes a working tree is a conflict (for a human to
+resolve) or a validation checkout, each in a folder of its own, never the user's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Self
+
+from carry.git.base import Base, GitError, complaint
+
+
+class Worktrees(Base):
+    def worktree_add(self, path: Path, commit: str) -> Self:
+        self._run("worktree", "add", "--detach", "--force", str(path), commit)
+        return type(self)(path.resolve())
+
+    def worktree_remove(self, path: Path) -> None:
+        self._run("worktree", "remove", "--force", "--force", str(path), check=False)
+        self.worktree_prune()
+
+    def worktree_prune(self) -> None:
+        self._run("worktree", "prune", check=False)
+
+    def worktree_of(self, ref: str) -> str | None:
+        """The worktree that has `ref` checked out, if any: moving it would strand its files."""
+        current = None
+        for line in self._out("worktree", "list", "--porcelain").splitlines():
+            if line.startswith("worktree "):
+                current = line[9:]
+            elif line == f"branch {ref}":
+                return current
+        return None
+
+    def stage_tracked(self) -> str:
+        """Stage every tracked file as it is now (resolving conflicts) and write the tree;
+        untracked files stay out, as with `git rebase --continue`."""
+        self._run("add", "--update", "--", ".")
+        return self._out("write-tree")
+
+    def cherry_pick_no_commit(self, commit: str) -> list[str]:
+        """Apply `commit` in this worktree with git's own conflict markers and no commit;
+        returns the conflicted paths (none when it applied)."""
+        proc = self._run("cherry-pick", "--no-commit", commit, check=False)
+        out = self._run("ls-files", "--unmerged", "-z").stdout
+        unmerged = sorted({rec.partition(b"\t")[2].decode("utf-8", "surrogateescape")
+                           for rec in out.split(b"\0") if rec})
+        if proc.returncode != 0 and not unmerged:
+            raise GitError(complaint(("cherry-pick",), proc.stderr or proc.stdout))
+        return unmerged

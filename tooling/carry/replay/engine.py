@@ -1,0 +1,274 @@
+"""Replay a chain onto a target: the worktree-free merge-tree recipe (facts.md) with the graft
+and result commits written in-process, so a patch costs at most one `git merge-tree`, and a
+run of patches on disjoint paths costs one for the whole run.
+
+The engine writes no ref, state or worktree: `rebase` decides what a result means for the
+user's branches, `validate` only needs the rebased tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from carry.errors import CarryError
+from carry.git import Entry, Ident, RawCommit, Repo
+from carry.replay.chain import Carried, load_chain
+from carry.replay.drops import Drop, find_drops
+from carry.replay.targets import ResolvedTarget
+from carry.series import Series
+
+Changes = dict[bytes, tuple[Entry | None, Entry | None]]
+
+
+@dataclass
+class PatchResult:
+    """One patch in one target. `source` is the patch as a commit on the series base,
+    `commit` the rebased commit, `upstream` the commit that made it a drop; `forecast` the
+    paths on which it would conflict too once the stopping patch is dealt with."""
+
+    number: int
+    file: str
+    subject: str
+    author: str
+    status: str = "pending"  # applied | dropped | conflict | skipped | pending
+    reason: str = ""
+    commit: str = ""
+    upstream: str = ""
+    source: str = ""
+    forecast: list[str] = field(default_factory=list)
+
+    @property
+    def shown_status(self) -> str:
+        """What a user reads: a pending patch with a forecast is `would-conflict`."""
+        return "would-conflict" if self.status == "pending" and self.forecast else self.status
+
+
+@dataclass
+class Conflict:
+    file: str
+    subject: str
+    author: str
+    paths: list[str]
+    worktree: str
+    squash_hints: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TargetResult:
+    series: str
+    target: str
+    ref: str
+    onto: str
+    status: str  # applied | conflict | failed
+    head: str
+    patches: list[PatchResult]
+    branch: str = ""
+    updated: bool = False
+    dry_run: bool = False
+    conflict: Conflict | None = None
+    message: str = ""
+    refreshed: dict[str, Any] = field(default_factory=dict)
+
+    def count(self, status: str) -> int:
+        return sum(1 for p in self.patches if p.status == status)
+
+
+@dataclass
+class Replayed:
+    """A replay's outcome: the result, where it stopped (None: it did not), the paths of the
+    stop and the head so far (the commit a resolution goes on)."""
+
+    result: TargetResult
+    stop: int | None
+    paths: list[str]
+    head: str
+
+
+def steps_for(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchResult]:
+    out = []
+    for c in carried:
+        step = PatchResult(c.number, c.file, c.patch.subject, c.patch.author.name,
+                           source=c.commit.sha)
+        drop = drops.get(c.number)
+        if drop:
+            step.status, step.reason, step.upstream = "dropped", drop.reason, drop.upstream
+        out.append(step)
+    return out
+
+
+def run_steps(repo: Repo, steps: list[PatchResult], head: str, committer: Ident,
+              batch: bool = True) -> tuple[str, int | None, list[str]]:
+    """Replay every pending step onto `head`; returns the new head, and the index and paths
+    of the step that conflicted, if one did.
+
+    Each patch's changes are read once, and a run that cannot be batched is never tried
+    again: the cost is linear in the series, whatever its shape."""
+    head_tree = repo.read_commit(head).tree
+    planned: dict[int, str] = {}
+    unbatched: set[int] = set()
+    changes: dict[int, Changes] = {}
+    for i, step in enumerate(steps):
+        if step.status != "pending":
+            continue
+        c = repo.read_commit(step.source)
+        if batch and i not in planned and i not in unbatched:
+            run = _run_from(repo, steps, i, changes)
+            got = _batch(repo, run, changes, head_tree) if len(run) > 1 else {}
+            planned.update(got)
+            if not got:
+                unbatched.update(j for j, _ in run)
+        if i in planned:
+            tree = planned[i]
+        elif repo.read_commit(c.parents[0]).tree == head_tree:
+            tree = c.tree  # nothing moved under this patch: its own tree is the result
+        else:
+            merged = repo.replay_tree(c, head_tree)
+            if not merged.clean:
+                step.status = "conflict"
+                return head, i, sorted(set(merged.conflicts))
+            tree = merged.tree
+        if tree == head_tree:
+            step.status, step.reason = "dropped", "empty after replay"
+            continue
+        head = repo.write_commit(tree, [head], c.message, c.author, committer, c.encoding)
+        head_tree = tree
+        step.status, step.commit = "applied", head
+    return head, None, []
+
+
+def _changes(repo: Repo, c: RawCommit, cache: dict[int, Changes], j: int) -> Changes | None:
+    if j not in cache:
+        try:
+            cache[j] = repo.tree_changes(repo.read_commit(c.parents[0]).tree, c.tree)
+        except CarryError:  # a path that changes type: never batched
+            return None
+    return cache[j]
+
+
+def _run_from(repo: Repo, steps: list[PatchResult], start: int,
+              cache: dict[int, Changes]) -> list[tuple[int, RawCommit]]:
+    """The longest run of pending patches from `start`, each on the one before it, whose
+    paths are pairwise disjoint and never one inside another (a file/directory swap): an
+    overlap ends the run before the overlapping patch, which then starts the next run."""
+    run: list[tuple[int, RawCommit]] = []
+    seen: set[bytes] = set()
+    seen_dirs: set[bytes] = set()
+    for j in range(start, len(steps)):
+        c = repo.read_commit(steps[j].source)
+        if steps[j].status != "pending" or (run and c.parents[:1] != (run[-1][1].sha,)):
+            break
+        ch = _changes(repo, c, cache, j)
+        if ch is None:
+            break
+        dirs = {p[:i] for p in ch for i in range(len(p)) if p[i:i + 1] == b"/"}
+        if run and (seen & ch.keys() or dirs & seen or seen_dirs & ch.keys()):
+            break
+        seen |= ch.keys()
+        seen_dirs |= dirs
+        run.append((j, c))
+    return run
+
+
+def _batch(repo: Repo, run: list[tuple[int, RawCommit]], cache: dict[int, Changes],
+           head_tree: str) -> dict[int, str]:
+    """The result trees of a run of patches from one three-way merge instead of one each.
+
+    When the patches of a run touch pairwise different paths, each path's merge has the same
+    three inputs whether the run is merged patch by patch or at once (its base, upstream's
+    version, the patch's version), so one `merge-tree` of the whole run gives every path's
+    result, and each patch's tree is upstream's tree with the results of its own and the
+    earlier patches' paths put in. Anything that could make the two ways differ gives up: a
+    deletion and an addition in different patches (a rename git could pair across patches),
+    a conflict, or a merge result outside the run's paths (upstream renames)."""
+    first = run[0][1]
+    changes = [cache[j] for j, _ in run]
+    seen = set().union(*(ch.keys() for ch in changes))
+    deleting = {k for k, ch in enumerate(changes) if any(new is None for _, new in ch.values())}
+    adding = {k for k, ch in enumerate(changes) if any(old is None for old, _ in ch.values())}
+    if deleting and adding and len(deleting | adding) > 1:
+        return {}
+    try:
+        graft = repo.write_commit(head_tree, first.parents[:1], b"carry graft\n",
+                                  first.author, first.author)
+        merged = repo.merge_tree(graft, run[-1][1].sha)
+        if not merged.clean or repo.tree_changes(head_tree, merged.tree).keys() - seen:
+            return {}
+        out, tree = {}, head_tree
+        for (j, _), ch in zip(run, changes, strict=True):
+            edits = {p: repo.tree_lookup(merged.tree, p) for p in ch}
+            tree = repo.edit_tree(tree, edits) or repo.write_object("tree", b"")
+            out[j] = tree
+        return out if tree == merged.tree else {}
+    except CarryError:
+        return {}
+
+
+def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
+             committer: Ident) -> None:
+    """Which later patches would conflict too: the rest of the series replayed with the
+    stopping patch (and each further conflict) left out, on copies; each such patch gets its
+    paths in `forecast`. Nothing is kept but that: the commits are unreferenced."""
+    trial = [replace(s) for s in steps]
+    trial[stop].status = "skipped"
+    while True:
+        head, again, paths = run_steps(repo, trial, head, committer)
+        if again is None:
+            return
+        steps[again].forecast = paths
+        trial[again].status = "skipped"
+
+
+def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carried],
+                  target: ResolvedTarget, committer: Ident) -> Replayed:
+    """Drop detection and the replay at once.
+
+    The replay starts speculatively, as if nothing were dropped, while detection runs on the
+    other core. Most rebases drop nothing and are done when both finish; otherwise the steps
+    before the first dropped patch are kept (the same inputs give the same commits) and the
+    rest is replayed again."""
+    detector = repo.fork()
+    m = series.manifest
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            future = pool.submit(find_drops, detector, carried, base, target.sha,
+                                 m.provenance, m.upstream.repo)
+            steps = steps_for(carried, {})
+            head, stop, paths = run_steps(repo, steps, target.sha, committer)
+            drops = future.result()
+    finally:
+        detector.close()
+    first = next((i for i, c in enumerate(carried) if c.number in drops), None)
+    if first is not None and (stop is None or first <= stop):
+        redo = steps_for(carried, drops)
+        head = target.sha
+        for i in range(first):
+            redo[i] = steps[i]
+            head = steps[i].commit or head
+        steps = redo
+        head, stop, paths = run_steps(repo, steps, head, committer)
+    elif stop is not None:  # the stop came before any drop: mark the later drops
+        for step, c in zip(steps[stop + 1:], carried[stop + 1:], strict=True):
+            if c.number in drops:
+                step.status, step.reason = "dropped", drops[c.number].reason
+                step.upstream = drops[c.number].upstream
+    if stop is not None:
+        forecast(repo, steps, stop, head, committer)
+    status = "applied" if stop is None else "conflict"
+    result = TargetResult(series.name, target.name, target.ref, target.sha, status,
+                          head if stop is None else "", steps)
+    return Replayed(result, stop, paths, head)
+
+
+def replay(series: Series, repo: Repo, onto: str) -> TargetResult:
+    """Replay the series onto `onto` and return the outcome, writing no user ref, no state
+    and no worktree: for callers (validation) that only need the rebased tree."""
+    base, carried = load_chain(series, repo)
+    target = ResolvedTarget(onto, onto, repo.rev_parse(onto))
+    done = replay_target(series, repo, base, carried, target, repo.committer_ident())
+    if done.stop is not None:
+        step = done.result.patches[done.stop]
+        done.result.conflict = Conflict(step.file, step.subject, step.author, done.paths, "")
+    return done.result

@@ -1,0 +1,122 @@
+"""Targets: which upstream commits a series is replayed onto. Used by `rebase` (what to
+replay onto) and `range-diff` (where a rebased branch starts), so both read a manifest's tag
+patterns the same way."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from carry.errors import CarryError
+from carry.git import GitError, Repo
+from carry.redact import scrub
+from carry.series import Series, Target
+
+_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+_SHA = re.compile(r"\b[0-9a-f]{40}\b")
+_PRERELEASE = re.compile(r"\d[.-]?(?:rc|dev|alpha|beta|pre|a|b)[.-]?\d*$")
+
+
+@dataclass(frozen=True)
+class ResolvedTarget:
+    """A target pinned to a commit: `name` is the manifest's (with `@tag` for tag patterns)
+    or the ref exactly as the user gave it."""
+
+    name: str
+    ref: str
+    sha: str
+
+    @property
+    def slug(self) -> str:
+        return slug(self.name)
+
+
+def slug(name: str) -> str:
+    """A file and branch name for a target name."""
+    return _SLUG.sub("-", name).strip("-.") or "target"
+
+
+def resolve(series: Series, repo: Repo, onto: Sequence[str],
+            names: Sequence[str]) -> list[ResolvedTarget]:
+    """`--onto` refs and `--target` names; neither means every target of the manifest. Two
+    targets that would share a state file and a branch are refused, never merged silently."""
+    m = series.manifest
+    if not onto and not names:
+        names = [t.name for t in m.targets]
+        if not names:
+            raise CarryError(f"series {series.name} has no targets; pass --onto REF")
+    out = [ResolvedTarget(ref, ref, repo.rev_parse(ref)) for ref in onto]
+    for name in names:
+        out += _manifest_target(repo, m.target(name))
+    seen: dict[str, ResolvedTarget] = {}
+    unique = []
+    for r in out:
+        twin = seen.get(r.slug)
+        if twin is None:
+            seen[r.slug] = r
+            unique.append(r)
+        elif twin.name != r.name:
+            raise CarryError(f"targets {twin.name!r} and {r.name!r} would share the name "
+                             f"{r.slug!r} for their branch and state", hint="give one of them")
+    return unique
+
+
+def _manifest_target(repo: Repo, t: Target) -> list[ResolvedTarget]:
+    if t.ref:
+        sha = repo.try_rev_parse(t.ref)
+        if sha is None:
+            raise CarryError(f"target {t.name}: ref {t.ref!r} is not in {repo.path}",
+                             hint="pass --fetch, or add the remote")
+        return [ResolvedTarget(t.name, t.ref, sha)]
+    tags = newest_tags(repo, t)
+    if not tags:
+        raise CarryError(f"target {t.name}: no tag in {repo.path} matches {t.tags!r}",
+                         hint="pass --fetch to get the tags")
+    return [ResolvedTarget(f"{t.name}@{tag}", tag, repo.rev_parse(f"refs/tags/{tag}"))
+            for tag in reversed(tags)]
+
+
+def newest_tags(repo: Repo, t: Target) -> list[str]:
+    """The `latest` newest release tags a tag-pattern target follows, oldest first."""
+    return release_tags(repo, t.tags)[-max(t.latest, 1):]
+
+
+def target_refs(repo: Repo, t: Target) -> list[str]:
+    return [t.ref] if t.ref else newest_tags(repo, t)
+
+
+def release_tags(repo: Repo, pattern: str) -> list[str]:
+    """Tags matching `pattern`, oldest version first, without release candidates and dev
+    tags: a release target follows releases (`v0.34.0`, not `v0.35.0rc1`)."""
+    return [t for t in repo.version_tags(pattern) if not _PRERELEASE.search(t)]
+
+
+def fetch(series: Series, repo: Repo) -> list[str]:
+    """Fetch the manifest's remotes that this repository defines; returns their names."""
+    known = set(repo.remotes())
+    wanted = [r.remote for r in (series.manifest.upstream, series.manifest.fork) if r.remote]
+    fetched = []
+    for remote in dict.fromkeys(wanted):
+        if remote not in known:
+            continue
+        try:
+            repo.fetch(remote)
+        except GitError as exc:
+            raise CarryError(scrub(str(exc))) from None  # git can quote a URL with a token
+        fetched.append(remote)
+    if wanted and not fetched:
+        raise CarryError(f"none of the remotes {', '.join(wanted)} is defined in {repo.path}",
+                         hint="git remote add NAME URL")
+    return fetched
+
+
+def reflog_message(series: str, onto: Sequence[ResolvedTarget]) -> str:
+    """What a rebase writes in the reflog of the branches it moves: the targets and the
+    commits they went onto, which `ontos` reads back for range-diff."""
+    return f"carry rebase {series} onto " + ", ".join(f"{t.name} {t.sha}" for t in onto)
+
+
+def ontos(message: str) -> list[str]:
+    """The commits a `reflog_message` names, or none for any other message."""
+    return _SHA.findall(message) if message.startswith("carry rebase ") else []

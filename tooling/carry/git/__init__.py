@@ -9,6 +9,7 @@ from typing import Self
 
 from carry.errors import CarryError
 from carry.git.base import (
+    INDEX_PREFIX,
     NULL_SHA,
     GitError,
     Ident,
@@ -19,7 +20,7 @@ from carry.git.base import (
     open_path,
 )
 from carry.git.history import FORMAT_PATCH_ARGS, FROM_LINE, History, mailinfo
-from carry.git.index import INDEX_PREFIX, ApplyError, Index
+from carry.git.index import ApplyError, Index
 from carry.git.objects import Entry, parse_commit
 from carry.git.refs import ANY, Refs, RefUpdate
 from carry.git.worktrees import Worktrees

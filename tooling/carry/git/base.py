@@ -19,6 +19,7 @@ from pathlib import Path
 from carry.errors import CarryError
 
 NULL_SHA = "0" * 40
+INDEX_PREFIX = "carry-index-"  # private index files, named with their maker's pid
 
 # Options that make diff and format-patch bytes independent of the user's configuration, so
 # that re-importing the same range writes the same bytes on any machine.
@@ -90,6 +91,7 @@ class Base:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _odb: tuple[Path, bool] | None = field(default=None, repr=False)
     _trees: dict[str, dict[bytes, tuple[bytes, str]]] = field(default_factory=dict, repr=False)
+    _carry: Path | None = field(default=None, repr=False)
 
     def _run(
         self,
@@ -148,9 +150,16 @@ class Base:
         return d if d.is_absolute() else (self.path / d).resolve()
 
     def carry_dir(self) -> Path:
-        d = self.common_dir / "carry"
-        d.mkdir(parents=True, exist_ok=True)
-        return d
+        """`.git/carry`, carry's own folder; the first call also removes the private index
+        files that a killed run left there."""
+        if self._carry is None:
+            from carry import scratch
+
+            d = self.common_dir / "carry"
+            d.mkdir(parents=True, exist_ok=True)
+            scratch.sweep(d, INDEX_PREFIX)
+            self._carry = d
+        return self._carry
 
 
 def open_path(path: str | Path) -> Path:

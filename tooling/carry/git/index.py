@@ -13,10 +13,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from carry import scratch
-from carry.git.base import GitError
+from carry.git.base import INDEX_PREFIX, GitError
 from carry.git.objects import Entry, Objects
-
-INDEX_PREFIX = "carry-index-"
 
 
 class ApplyError(GitError):
@@ -34,7 +32,6 @@ class Index(Objects):
         """A private index file named after this process (`carry.scratch`), so that a later
         run can tell a dead run's leftover from a live one's."""
         where = where or self.carry_dir()
-        scratch.sweep(where, INDEX_PREFIX)  # what a killed run left
         fd, name = tempfile.mkstemp(prefix=scratch.prefix(INDEX_PREFIX), dir=str(where))
         os.close(fd)
         os.unlink(name)
@@ -85,20 +82,13 @@ class Index(Objects):
         them (`git apply --build-fake-ancestor`), and the entries `git apply --cached` leaves
         in that small index. No index of the whole tree is read or written, which is what
         makes committing a patch cheap in a repository of 100k files."""
-        fd, name = tempfile.mkstemp(prefix="carry-sparse-")
-        os.close(fd)
-        os.unlink(name)
-        env = {"GIT_INDEX_FILE": name}
-        try:
+        with self._temp_index() as env:
+            name = env["GIT_INDEX_FILE"]
             self._run("apply", f"--build-fake-ancestor={name}", "--numstat", "-", input=diff)
             before = self._index_entries(env) if os.path.exists(name) else {}
             self._run("apply", "--cached", "--whitespace=nowarn", "--allow-empty", "-",
-                     input=diff, env=env)
+                      input=diff, env=env)
             return before, self._index_entries(env)
-        finally:
-            for suffix in ("", ".lock"):
-                with suppress(FileNotFoundError):
-                    os.unlink(name + suffix)
 
     def _index_entries(self, env: Mapping[str, str]) -> dict[bytes, Entry]:
         out = self._run("ls-files", "--stage", "-z", env=env).stdout

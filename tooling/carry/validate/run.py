@@ -159,7 +159,7 @@ def run(
             # another series with the same plan may have filled the entry: this is its run now
             report.series, report.version = series.name, series.manifest.version
             # recorded as a fresh run is, so `carry pr` quotes it
-            cache.write_atomic(last_report_path(repo, series.name), render.to_data(report))
+            atomic.write_json(last_report_path(repo, series.name), render.to_data(report))
             return report
     engine.check()
     stamp = dt.datetime.now(dt.UTC)

@@ -115,8 +115,8 @@ def test_a_pr_over_two_series_has_each_ones_plan_result_and_ai(tmp_path: Path,
         s = seriesmod.find(series_root, name)
         s.manifest.test.python, s.manifest.test.suites = sys.executable, list(synthetic.SUITES)
         seriesmod.save_manifest(s)
-        v = run_carry("validate", name, "--repo", str(up.path), "--onto", "v1", "--commit",
-                      "carry/both", "--engine", "local", env=env)
+        v = run_carry("validate", name, "--repo", str(up.path), "--commit",
+                      "v1..carry/both", "--engine", "local", env=env)
         assert v.code == 0, v.out + v.err
     code, out, err = _pr(up, "carry/both", env, "--dry-run", names=("fix-a", "test-b"))
     assert code == 0, err

@@ -164,7 +164,8 @@ def validate(
     onto: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="Build the series on this commit, branch or tag, then validate the result.")] = None,
     commit: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        help="Validate this commit, whose last N commits are the series.")] = None,
+        help="Validate this commit, whose last N commits are the series; BASE..C when C "
+             "holds more than the series.")] = None,
     engine: Annotated[str, typer.Option(help="Where to run: docker, podman or local.")] = "podman",
     python: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="Interpreter for the steps (default: the plan's [test].python).")] = None,
@@ -188,9 +189,6 @@ def validate(
     from carry.git import Repo
     from carry.validate import run as validate_run
 
-    if onto and commit:
-        raise CarryError("give --onto REF or --commit C, not both",
-                         hint="--onto builds the series on REF; --commit validates a built C")
     report = validate_run.run(series.find(_root(series_dir), name), Repo.open(repo), onto, commit,
                               engine, python, baseline, not no_cache,
                               progress=None if json else render.progress("validating"),

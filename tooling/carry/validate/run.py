@@ -58,11 +58,16 @@ def last_report_path(repo: Repo, name: str) -> Path:
 
 def resolve_target(series: Series, repo: Repo, onto: str | None, commit: str | None) -> Target:
     """--onto builds the series as `carry rebase` would; --commit takes a built result whose
-    last N commits are the series (N patches), unless --onto names its base as well."""
+    last N commits are the series (N patches), or `--commit BASE..C` when C holds more."""
+    if onto and commit:
+        raise CarryError("give --onto REF or --commit C, not both",
+                         hint="--onto builds the series on REF; --commit BASE..C validates a "
+                              "built C on BASE")
     if not onto and not commit:
         raise CarryError("give --onto REF (build the series on it) or --commit C (validate C)")
     if commit:
-        head = repo.rev_parse(commit)
+        onto, _, commit = commit.rpartition("..") if ".." in commit else ("", "", commit)
+        head = repo.rev_parse(commit or "HEAD")
         if onto:
             base = repo.rev_parse(onto)
         else:

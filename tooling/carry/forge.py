@@ -212,6 +212,7 @@ class Forge:
         except GithubException as exc:
             message = exc.data.get("message", "") if isinstance(exc.data, dict) else ""
             errors = exc.data.get("errors", []) if isinstance(exc.data, dict) else []
+            errors = errors if isinstance(errors, list) else []
             detail = "; ".join(e.get("message") or e.get("code", "") for e in errors
                                if isinstance(e, dict))
             raise ForgeError(f"GitHub answered {exc.status} for {what}: "

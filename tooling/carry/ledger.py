@@ -111,6 +111,8 @@ def merge(path: Path, others: list[Path]) -> int:
         seen = set(mine.records)
         added: list[Record] = []
         for other in others:
+            if not other.is_file():  # a cell's ledger that is not there is not an empty one
+                raise CarryError(f"{other}: no such ledger file")
             for r in load(other).records:
                 if r not in seen:
                     seen.add(r)

@@ -326,6 +326,8 @@ def _text(path: Path) -> str | None:
 
 def list_patches(pdir: Path) -> list[PatchFile]:
     _refuse_link(pdir)
+    if pdir.exists() and not pdir.is_dir():
+        raise CarryError(f"{pdir}: not a directory (patches/ holds one file per patch)")
     if not pdir.is_dir():
         return []
     out = []

@@ -1,0 +1,484 @@
+"""The bad-input walk: every command fed a table of malformed inputs (files, names, refs,
+manifests, states, URLs, HTTP answers), each through the real CLI in its own process.
+
+Each must end in one line on stderr (`carry: error: ...`), exit 2, no traceback and no
+internal error, with the series folder and the repository's refs byte-for-byte unchanged.
+Run with -s to see the counts: inputs tried, clean errors.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests import github_server
+from tests.conftest import FORGE_TOKEN, CommitBuilder, git
+
+Mutate = Callable[[Path], None]
+HEX = "a" * 64
+
+
+@dataclass
+class Case:
+    label: str
+    args: list[str]
+    mutate: Mutate | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    http: tuple[int, bytes] | None = None  # what the GitHub double answers every request with
+    needle: str = ""
+
+
+@dataclass
+class World:
+    up: CommitBuilder
+    pristine: Path
+    tmp: Path
+    gh: github_server.RunningServer
+    sha256: Path
+    plain: Path
+    afile: Path
+
+
+# -- mutations of a copy of the series folder --------------------------------------------------
+
+
+def _manifest(text: str | bytes) -> Mutate:
+    def go(root: Path) -> None:
+        data = text.encode() if isinstance(text, str) else text
+        (root / "demo" / "series.toml").write_bytes(data)
+    return go
+
+
+def _edit_manifest(old: str, new: str) -> Mutate:
+    def go(root: Path) -> None:
+        p = root / "demo" / "series.toml"
+        text = p.read_text()
+        assert old in text, (old, text)
+        p.write_text(text.replace(old, new, 1))
+    return go
+
+
+def _append_manifest(extra: str) -> Mutate:
+    def go(root: Path) -> None:
+        p = root / "demo" / "series.toml"
+        p.write_text(p.read_text() + extra)
+    return go
+
+
+def _patch(edit: Callable[[bytes], bytes]) -> Mutate:
+    def go(root: Path) -> None:
+        p = sorted((root / "demo" / "patches").iterdir())[0]
+        p.write_bytes(edit(p.read_bytes()))
+    return go
+
+
+def _cut_after(marker: bytes) -> Mutate:
+    return _patch(lambda d: d[:d.index(marker) + len(marker)])
+
+
+def _tree(op: Callable[[Path], None]) -> Mutate:
+    def go(root: Path) -> None:
+        op(root / "demo")
+    return go
+
+
+def _mkdir(rel: str) -> Mutate:
+    return _tree(lambda d: (d / rel).mkdir(parents=True))
+
+
+def _symlink(rel: str, target: str) -> Mutate:
+    def go(root: Path) -> None:
+        p = root / "demo" / rel
+        if p.is_dir():
+            shutil.rmtree(p)
+        elif p.exists():
+            p.unlink()
+        p.symlink_to(target)
+    return go
+
+
+def _replace_with_dir(rel: str) -> Mutate:
+    def go(root: Path) -> None:
+        p = root / "demo" / rel
+        p.unlink()
+        p.mkdir()
+    return go
+
+
+def _write(rel: str, data: bytes) -> Mutate:
+    return _tree(lambda d: (d / rel).write_bytes(data))
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+APPLY = ["apply", "demo", "--repo", "{repo}", "--onto", "base", "--branch", "new"]
+CHECK = ["check", "demo"]
+SHOW = ["series", "show", "demo"]
+REBASE = ["rebase", "demo", "--repo", "{repo}", "--onto", "base"]
+IMPORT = ["import", "demo", "--repo", "{repo}", "--range", "base..feature"]
+RANGE = ["range-diff", "demo", "v1", "--repo", "{repo}"]
+VALIDATE = ["validate", "demo", "--repo", "{repo}", "--onto", "base", "--engine", "local"]
+PR = ["pr", "demo", "--repo", "{repo}", "--branch", "carried", "--forge-repo", "lab/fork",
+      "--base", "main", "--remote", "{origin}"]
+SUPERSEDE = ["supersede", "demo", "--by", "3", "--forge-repo", "lab/fork"]
+RELEASES = ["releases", "demo", "--repo", "{repo}", "--index-url", "http://127.0.0.1:9/simple"]
+
+BAD_NAMES = ["../outside/evil", "/tmp/abs", "a" * 300, "a..b", ".hidden", "x/y", "name.lock",
+             "-x", "spa ce", "ünïcode", ""]
+NAME_COMMANDS = [
+    ["check", "{n}"], ["series", "show", "{n}"],
+    ["import", "{n}", "--repo", "{repo}", "--range", "base..feature"],
+    ["apply", "{n}", "--repo", "{repo}", "--onto", "base", "--branch", "b"],
+    ["rebase", "{n}", "--repo", "{repo}", "--onto", "base"],
+    ["range-diff", "{n}", "v1", "--repo", "{repo}"],
+    ["validate", "{n}", "--repo", "{repo}", "--onto", "base", "--engine", "local"],
+    ["init", "{n}", "--upstream", "o/u", "--fork", "o/f"],
+    ["supersede", "{n}", "--by", "3", "--forge-repo", "lab/fork"],
+]
+
+MANIFESTS: dict[str, Mutate] = {
+    "not-toml": _manifest("name = [unterminated\n"),
+    "empty": _manifest(""),
+    "binary": _manifest(b"\xff\xfe\x00\x01"),
+    "not-utf8": _manifest(b'schema = 1\nname = "demo"\ntitle = "caf\xe9"\n'),
+    "schema-2": _edit_manifest("schema = 1", "schema = 2"),
+    "schema-str": _edit_manifest("schema = 1", 'schema = "1"'),
+    "version-str": _edit_manifest("version = 1", 'version = "one"'),
+    "version-neg": _edit_manifest("version = 1", "version = -1"),
+    "name-int": _edit_manifest('name = "demo"', "name = 5"),
+    "name-other": _edit_manifest('name = "demo"', 'name = "other"'),
+    "name-evil": _edit_manifest('name = "demo"', 'name = "../evil"'),
+    "title-list": _edit_manifest('title = "', 'title = ["'),
+    "unknown-key": _append_manifest("\nrequried = 1\n"),
+    "base-not-hex": _edit_manifest('commit = "', 'commit = "zz'),
+    "target-not-table": _append_manifest('\ntarget = ["x"]\n'),
+    "target-both": _append_manifest('\n[[target]]\nname = "t"\nref = "a"\ntags = "v*"\n'),
+    "target-neither": _append_manifest('\n[[target]]\nname = "t"\n'),
+    "target-latest-str": _append_manifest('\n[[target]]\nname = "t"\ntags = "v*"\n'
+                                          'latest = "2"\n'),
+    "prov-bad-pr": _append_manifest('\n[[provenance]]\npr = "12"\nrole = "origin"\n'),
+    "prov-bad-role": _append_manifest('\n[[provenance]]\npr = "o/r#1"\nrole = "boss"\n'),
+    "prov-patches-str": _append_manifest('\n[[provenance]]\npr = "o/r#1"\nrole = "origin"\n'
+                                         'patches = ["1"]\n'),
+    "expect-no-author": _append_manifest("\n[[expect]]\npatch = 1\n"),
+    "policy-required-int": _edit_manifest('required = [', 'required = [5, '),
+    "changelog-no-version": _append_manifest('\n[[changelog]]\ndate = "x"\n'),
+    "test-suites-str": _edit_manifest("[test]\n", '[test]\nsuites = "tests"\n'),
+    "manifest-dir": _replace_with_dir("series.toml"),
+    "manifest-link": _symlink("series.toml", "/etc/hostname"),
+    "manifest-dangling": _symlink("series.toml", "/nonexistent/series.toml"),
+}
+
+FILES: dict[str, Mutate] = {
+    "patch-not-mail": _patch(lambda d: b"this is not a patch\n"),
+    "patch-empty": _patch(lambda d: b""),
+    "patch-no-diff": _patch(lambda d: d[:d.index(b"\n---\n")] + b"\n"),
+    "patch-cut-after-sep": _cut_after(b"\n---\n"),
+    "patch-cut-in-stat": _cut_after(b" | "),
+    "patch-cut-after-stat": _cut_after(b"changed, "),
+    "patch-cut-after-diff-git": _cut_after(b"diff --git a/src/core.py b/src/core.py\n"),
+    "patch-cut-after-index": _cut_after(b" 100644\n"),
+    "patch-cut-after-minus": _cut_after(b"--- a/src/core.py\n"),
+    "patch-cut-after-plus": _cut_after(b"+++ b/src/core.py\n"),
+    "patch-cut-after-hunk-head": _cut_after(b"@@\n"),
+    "patch-stat-more-files": _patch(lambda d: d.replace(b" 1 file changed", b" 2 files changed")),
+    "patch-stat-more-lines": _patch(lambda d: d.replace(b"1 insertion(+)", b"7 insertions(+)")),
+    "patch-no-date": _patch(lambda d: b"".join(ln for ln in d.splitlines(True)
+                                               if not ln.startswith(b"Date: "))),
+    "patch-bad-date": _patch(lambda d: d.replace(b"Date: ", b"Date: yesterday ", 1)),
+    "patch-bad-b64": _patch(lambda d: d.replace(b"\n\n", b"\nX-Carry-Message: !!!\n\n", 1)),
+    "patch-bad-author-hdr": _patch(lambda d: d.replace(
+        b"\n\n", b"\nX-Carry-Author: bm8gZGF0ZQ==\n\n", 1)),
+    "patch-author-newline": _patch(lambda d: d.replace(
+        b"\n\n", b"\nX-Carry-Author: QSA8YUBiPiAxIC0wMDAwCnBhcmVudCB4\n\n", 1)),
+    "patch-dir": _mkdir("patches/0005-x.patch"),
+    "patch-dangling": _symlink("patches/0009-dangle.patch", "/nonexistent"),
+    "patch-link-out": _symlink("patches/0009-out.patch", "/etc/hostname"),
+    "patch-bad-name": _write("patches/notapatch.txt", b"x"),
+    "patch-dup-number": _write("patches/0001-again.patch", b"x"),
+    "patch-fifo": _tree(lambda d: os.mkfifo(d / "patches" / "0007-fifo.patch")),
+    "patches-is-file": _tree(lambda d: (shutil.rmtree(d / "patches"),
+                                        (d / "patches").write_bytes(b"x"))),
+    "patches-link": _symlink("patches", "/tmp"),
+    "cover-latin1": _write("cover.md", b"caf\xe9\n"),
+    "cover-link": _symlink("cover.md", "/proc/self/environ"),
+    "cover-dir": _mkdir("cover.md"),
+    "series-link": lambda root: (shutil.rmtree(root / "demo"),
+                                 (root / "demo").symlink_to("/tmp")),
+}
+
+
+def _cases() -> list[Case]:
+    cases: list[Case] = []
+    for n in BAD_NAMES:
+        for cmd in NAME_COMMANDS:
+            cases.append(Case(f"name {n[:12]!r} {cmd[0]}", [a.replace("{n}", n) for a in cmd]))
+    for label, mutate in MANIFESTS.items():
+        for cmd in (CHECK, APPLY, SHOW, REBASE, IMPORT):
+            cases.append(Case(f"manifest {label} {cmd[0]}", cmd, mutate))
+    for label, mutate in FILES.items():
+        for cmd in (CHECK, APPLY):
+            cases.append(Case(f"files {label} {cmd[0]}", cmd, mutate))
+    for cmd in (REBASE, PR + ["--dry-run"], RANGE):
+        for label in ("patch-cut-after-index", "patch-dir", "cover-latin1", "manifest-dir"):
+            cases.append(Case(f"files {label} {cmd[0]}", cmd, (FILES | MANIFESTS)[label]))
+    refs = [
+        ("apply onto nope", ["apply", "demo", "--repo", "{repo}", "--onto", "nope", "--branch",
+                             "n"]),
+        ("apply onto empty", ["apply", "demo", "--repo", "{repo}", "--onto", "", "--branch",
+                              "n"]),
+        ("apply onto a tree", ["apply", "demo", "--repo", "{repo}", "--onto", "base^{tree}",
+                               "--branch", "n"]),
+        ("apply branch a..b", ["apply", "demo", "--repo", "{repo}", "--onto", "base", "--branch",
+                               "a..b"]),
+        ("apply branch -x", ["apply", "demo", "--repo", "{repo}", "--onto", "base",
+                             "--branch=-x"]),
+        ("apply branch exists", ["apply", "demo", "--repo", "{repo}", "--onto", "base",
+                                 "--branch", "feature"]),
+        ("apply branch lock", ["apply", "demo", "--repo", "{repo}", "--onto", "base", "--branch",
+                               "x.lock"]),
+        ("rebase onto nope", ["rebase", "demo", "--repo", "{repo}", "--onto", "nope"]),
+        ("rebase branch -x", ["rebase", "demo", "--repo", "{repo}", "--onto", "base",
+                              "--branch=-x"]),
+        ("rebase unknown target", ["rebase", "demo", "--repo", "{repo}", "--target", "nope"]),
+        ("rebase continue nothing", ["rebase", "demo", "--repo", "{repo}", "--continue"]),
+        ("rebase abort nothing", ["rebase", "demo", "--repo", "{repo}", "--abort"]),
+        ("rebase skip nothing", ["rebase", "--repo", "{repo}", "--skip"]),
+        ("import range nope", ["import", "demo", "--repo", "{repo}", "--range", "base..nope"]),
+        ("import range three dots", ["import", "demo", "--repo", "{repo}", "--range",
+                                     "base...feature"]),
+        ("import range no dots", ["import", "demo", "--repo", "{repo}", "--range", "feature"]),
+        ("import range empty", ["import", "demo", "--repo", "{repo}", "--range", "feature..base"]),
+        ("import range option", ["import", "demo", "--repo", "{repo}", "--range=--all..x"]),
+        ("import two sources", ["import", "demo", "--repo", "{repo}", "--range", "base..feature",
+                                "--branch", "feature"]),
+        ("import no source", ["import", "demo", "--repo", "{repo}"]),
+        ("import branch no base", ["import", "new", "--repo", "{repo}", "--branch", "feature"]),
+        ("import branch nope", ["import", "demo", "--repo", "{repo}", "--branch", "nope",
+                                "--base", "base"]),
+        ("import pr no remote", ["import", "demo", "--repo", "{repo}", "--pr", "7", "--base",
+                                 "base"]),
+        ("import pr negative", ["import", "demo", "--repo", "{repo}", "--pr", "-7", "--base",
+                                "base"]),
+        ("import url nothing", ["import", "demo", "--repo", "file:///nonexistent/x",
+                                "--range", "a..b"]),
+        ("range-diff v9", ["range-diff", "demo", "v9", "--repo", "{repo}"]),
+        ("range-diff vX", ["range-diff", "demo", "vX", "--repo", "{repo}"]),
+        ("range-diff against nope", ["range-diff", "demo", "v1", "--repo", "{repo}",
+                                     "--against", "nope..x"]),
+        ("validate onto and commit", ["validate", "demo", "--repo", "{repo}", "--onto", "base",
+                                      "--commit", "feature"]),
+        ("validate neither", ["validate", "demo", "--repo", "{repo}", "--engine", "local"]),
+        ("validate engine lxc", ["validate", "demo", "--repo", "{repo}", "--onto", "base",
+                                 "--engine", "lxc"]),
+        ("validate python nope", ["validate", "demo", "--repo", "{repo}", "--onto", "base",
+                                  "--engine", "local", "--python", "/nonexistent/python"]),
+        ("check against nope", ["check", "demo", "--against-repo", "/nonexistent/repo"]),
+        ("ci no repo", ["ci"]),
+        ("ci out /dev/null/x", ["ci", "--repo", "{repo}", "--out", "/dev/null/x", "--engine",
+                                "local", "--onto", "base"]),
+        ("ci run unknown target", ["ci", "run", "demo", "nope", "--repo", "{repo}"]),
+        ("ci matrix bad ledger", ["ci", "matrix", "--repo", "{repo}", "--ledger", "{afile}"]),
+        ("ci merge-ledger nope", ["ci", "merge-ledger", "/nonexistent/l.json", "--ledger",
+                                  "{tmp}/ledger.json"]),
+        ("releases bad ledger", RELEASES + ["--ledger", "{afile}"]),
+        ("init twice", ["init", "demo", "--upstream", "o/u", "--fork", "o/f"]),
+        ("init bad repo", ["init", "fresh", "--upstream", "o/u", "--fork", "o/f", "--repo",
+                           "/nonexistent/r"]),
+        ("usage missing option", ["apply", "demo"]),
+        ("usage unknown option", ["check", "demo", "--bogus"]),
+        ("usage extra argument", ["check", "demo", "extra"]),
+        ("usage unknown command", ["frobnicate"]),
+        ("usage bad int", ["supersede", "demo", "--by", "many", "--forge-repo", "o/r"]),
+        ("series-dir file check", ["check", "demo", "--series-dir", "{afile}"]),
+        ("series-dir file list", ["series", "list", "--series-dir", "{afile}"]),
+        ("series-dir file import", IMPORT + ["--series-dir", "{afile}"]),
+        ("series-dir file rebase", REBASE + ["--series-dir", "{afile}"]),
+        ("series-dir file init", ["init", "x", "--upstream", "o/u", "--fork", "o/f",
+                                  "--series-dir", "{afile}"]),
+        ("series-dir file apply", APPLY + ["--series-dir", "{afile}"]),
+    ]
+    cases += [Case(f"refs {label}", args) for label, args in refs]
+    for cmd in (IMPORT, APPLY, REBASE, RANGE, VALIDATE,
+                ["check", "demo", "--against-repo", "{sha256}"]):
+        args = [a if a != "{repo}" else "{sha256}" for a in cmd]
+        cases.append(Case(f"sha256 {cmd[0]}", args, needle="SHA-1 repositories"))
+    for where in ("{plain}", "{afile}", "/nonexistent/repo"):
+        for cmd in (IMPORT, APPLY, REBASE, RANGE):
+            cases.append(Case(f"repo {where} {cmd[0]}",
+                              [a if a != "{repo}" else where for a in cmd]))
+    for label, img in (("privileged", f"--privileged@sha256:{HEX}"), ("tag", "vllm:latest"),
+                       ("short digest", "x@sha256:abc"), ("upper", f"A/B@sha256:{HEX}"),
+                       ("space", f"a b@sha256:{HEX}")):
+        cases.append(Case(f"image {label}", ["validate", "demo", "--repo", "{repo}", "--onto",
+                                             "base", "--engine", "podman"], _image(img)))
+    api = [("notaurl", "notaurl"), ("ftp", "ftp://127.0.0.1/x"), ("no scheme", "127.0.0.1:9"),
+           ("file", "file:///etc/passwd"), ("empty host", "http:///api")]
+    for label, url in api:
+        for cmd in (SUPERSEDE, PR):
+            cases.append(Case(f"api {label} {cmd[0]}", cmd, env={"GITHUB_API_URL": url}))
+    tokens = [("non-latin1", "t\u20ac\u2603okenvalue"), ("latin1", "tökenvalue"),
+              ("newline", "token\nvalue"), ("space", "token value")]
+    for label, tok in tokens:
+        for cmd in (SUPERSEDE, PR):
+            cases.append(Case(f"token {label} {cmd[0]}", cmd, env={"GITHUB_TOKEN": tok}))
+    for cmd in (SUPERSEDE, PR):
+        cases.append(Case(f"token unset {cmd[0]}", cmd, env={"GITHUB_TOKEN": ""}))
+        cases.append(Case(f"token-env unset {cmd[0]}", cmd + ["--token-env", "NOPE_TOKEN"]))
+    answers = [("html", 200, b"<html>a proxy</html>"), ("list", 200, b"[1, 2, 3]"),
+               ("string", 200, b'"hello"'), ("empty object", 200, b"{}"),
+               ("null", 200, b"null"), ("truncated", 200, b'{"id": '),
+               ("html 500", 500, b"<html>oops</html>"), ("401", 401, b'{"message": "no"}'),
+               ("404", 404, b'{"message": "Not Found"}'), ("422", 422, b'{"errors": 5}')]
+    for label, status, raw in answers:
+        for cmd in (SUPERSEDE, PR):
+            cases.append(Case(f"http {label} {cmd[0]}", cmd, http=(status, raw)))
+    reports = [("steps not objects", b'{"steps": [1, "x"]}'), ("list of ints", b"[1]"),
+               ("not json", b"{steps"), ("steps str", b'{"steps": "all"}'),
+               ("status int", b'{"steps": [{"kind": "k", "name": "n", "status": 3}]}'),
+               ("baseline str", b'{"steps": [], "baseline": "x"}'), ("empty list", b"[]"),
+               ("binary", b"\xff\xfe")]
+    for label, data in reports:
+        cases.append(Case(f"validation {label}", PR + ["--dry-run", "--validation",
+                                                        "{tmp}/report.json"],
+                          _report(data)))
+    cases.append(Case("validation missing", PR + ["--dry-run", "--validation",
+                                                   "/nonexistent/r.json"]))
+    cases.append(Case("validation dir", PR + ["--dry-run", "--validation", "/tmp"]))
+    return cases
+
+
+def _image(image: str) -> Mutate:
+    def go(root: Path) -> None:
+        p = root / "demo" / "series.toml"
+        text = p.read_text()
+        p.write_text(text.replace("[test]\n", f'[test]\nimage = "{image}"\nsuites = ["t"]\n', 1))
+    return go
+
+
+def _report(data: bytes) -> Mutate:
+    def go(root: Path) -> None:
+        (root.parent / "report.json").write_bytes(data)
+    return go
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+def _snapshot(root: Path, repo: Path) -> dict[str, bytes]:
+    """The series folder's bytes (lock files aside: they are never written) and every ref."""
+    out: dict[str, bytes] = {}
+    if root.is_dir():
+        for p in sorted(root.rglob("*")):
+            if p.is_symlink():
+                out[str(p)] = os.readlink(p).encode()
+            elif p.is_file() and not p.name.endswith(".lock"):
+                out[str(p)] = p.read_bytes()
+            elif p.is_dir():
+                out[str(p)] = b"<dir>"
+    # refs/carry/cache/ is content-addressed (a version built as commits, which any run may
+    # write): it never moves a ref of the user's.
+    refs = git(repo, "for-each-ref", "--format=%(refname) %(objectname)").splitlines()
+    out["refs"] = "\n".join(r for r in refs if not r.startswith("refs/carry/cache/")).encode()
+    out["HEAD"] = git(repo, "symbolic-ref", "-q", "HEAD", check=False).encode()
+    return out
+
+
+@pytest.fixture
+def world(upstream: CommitBuilder, tmp_path: Path) -> Iterator[World]:
+    upstream.commit("Change\n\nSigned-off-by: A U Thor <author@example.com>\n",
+                    {"src/core.py": "def f():\n    return 2\n"})
+    upstream.branch("feature")
+    pristine = tmp_path / "pristine"
+    env = dict(os.environ)
+    for args in (IMPORT, ["apply", "demo", "--repo", "{repo}", "--onto", "base", "--branch",
+                          "carried"]):
+        cmd = [a.replace("{repo}", str(upstream.path)) for a in args]
+        subprocess.run([sys.executable, "-m", "carry", *cmd, "--series-dir", str(pristine)],
+                       env=env, check=True, capture_output=True)
+    git(tmp_path, "init", "-q", "--bare", "origin.git")
+    sha256 = tmp_path / "sha256"
+    git(tmp_path, "init", "-q", "--object-format=sha256", "-b", "main", str(sha256))
+    (sha256 / "a").write_text("a\n")
+    git(sha256, "add", "a")
+    git(sha256, "commit", "-qm", "init", env={"GIT_AUTHOR_NAME": "A U Thor",
+                                              "GIT_AUTHOR_EMAIL": "author@example.com"})
+    git(sha256, "tag", "base")
+    git(sha256, "branch", "feature")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder\n")
+    gh = github_server.start(FORGE_TOKEN)
+    gh.state.repo("lab/fork")
+    yield World(upstream, pristine, tmp_path, gh, sha256, plain, afile)
+    gh.stop()
+
+
+def _run(w: World, i: int, case: Case) -> str | None:
+    """Run one case on a fresh copy of the series; the reason it is not clean, or None."""
+    root = w.tmp / f"s{i}" / "series"
+    shutil.copytree(w.pristine, root, symlinks=True)
+    if case.mutate:
+        case.mutate(root)
+    subs = {"{repo}": str(w.up.path), "{origin}": str(w.tmp / "origin.git"),
+            "{sha256}": str(w.sha256), "{plain}": str(w.plain), "{afile}": str(w.afile),
+            "{tmp}": str(root.parent)}
+    args = []
+    for a in case.args:
+        for key, value in subs.items():
+            a = a.replace(key, value)
+        args.append(a)
+    if "--series-dir" not in args and args[:2] != ["ci", "merge-ledger"]:
+        args += ["--series-dir", str(root)]
+    w.gh.state.faults.clear()
+    if case.http:
+        w.gh.state.fault(case.http[0], times=10_000, raw=case.http[1])
+    env = dict(os.environ, GH_TOKEN="", GITHUB_TOKEN=FORGE_TOKEN, GITHUB_API_URL=w.gh.url,
+               PIP_INDEX_URL="http://127.0.0.1:9/simple")
+    env.update(case.env)
+    before = _snapshot(root, w.up.path)
+    proc = subprocess.run([sys.executable, "-m", "carry", *args], env=env, capture_output=True,
+                          text=True, cwd=root.parent, stdin=subprocess.DEVNULL)
+    lines = proc.stderr.splitlines()
+    why = None
+    if proc.returncode != 2:
+        why = f"exit {proc.returncode}"
+    elif len(lines) != 1 or not lines[0].startswith("carry: error: "):
+        why = f"{len(lines)} stderr lines"
+    elif "Traceback" in proc.stderr or "internal error" in proc.stderr:
+        why = "traceback or internal error"
+    elif case.needle and case.needle not in lines[0]:
+        why = f"no {case.needle!r}"
+    elif _snapshot(root, w.up.path) != before:
+        why = "series or refs changed"
+    shutil.rmtree(root.parent, ignore_errors=True)
+    if why:
+        return f"{case.label}: {why}: {args[:6]} -> {proc.stderr.strip()[:300]!r}"
+    return None
+
+
+def _walk(world: World, cases: list[Case]) -> None:
+    failures = [f for i, c in enumerate(cases) if (f := _run(world, i, c)) is not None]
+    print(f"\nbad-input walk: {len(cases)} inputs tried, {len(cases) - len(failures)} clean "
+          f"errors")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.slow
+def test_bad_input_walk(world: World) -> None:
+    cases = _cases()
+    assert len(cases) >= 150
+    _walk(world, cases)
+
+
+def test_bad_input_walk_sample(world: World) -> None:
+    """The default tier: every fourth input of the walk, which covers each family."""
+    _walk(world, _cases()[::4])

@@ -275,6 +275,8 @@ def _cases() -> list[Case]:
                                      "--against", "nope..x"]),
         ("validate onto and commit", ["validate", "demo", "--repo", "{repo}", "--onto", "base",
                                       "--commit", "feature"]),
+        ("validate commit not on onto", ["validate", "demo", "--repo", "{repo}", "--commit",
+                                         "feature..base"]),
         ("validate neither", ["validate", "demo", "--repo", "{repo}", "--engine", "local"]),
         ("validate engine lxc", ["validate", "demo", "--repo", "{repo}", "--onto", "base",
                                  "--engine", "lxc"]),

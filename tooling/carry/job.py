@@ -57,7 +57,9 @@ def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, engine: str,
     from carry.validate import run as validate
 
     try:
-        report = validate.run(s, repo, onto, row.head, engine_name=engine, python=python)
+        # The rebased head on its target, which may hold fewer commits than the series.
+        report = validate.run(s, repo, None, f"{onto}..{row.head}", engine_name=engine,
+                              python=python)
     except CarryError as exc:
         row.validate, row.summary = "error", exc.line()
         return

@@ -187,11 +187,13 @@ FORK = "lab/fork"
 
 
 @pytest.fixture
-def gh() -> Iterator[Any]:
+def gh(tmp_path: Path) -> Iterator[Any]:
+    """The GitHub double; it reads FORK's git data from the `fork` fixture's bare remote."""
     from tests import github_server
 
     server = github_server.start(FORGE_TOKEN)
     server.state.repo(FORK)
+    server.state.git[FORK] = tmp_path / "origin.git"
     yield server
     server.stop()
 

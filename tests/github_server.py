@@ -9,19 +9,26 @@ Every request is recorded with its method, so a test can assert that a run wrote
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import subprocess
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from tests import github_schema
 
 PREFIX = "/api/v3"
 WEB = "http://github.invalid"  # html_url host: never contacted, only shown
 STAMP = "2026-12-03T00:00:00Z"
+DOCS = "https://docs.github.com/rest"
+API_VERSION = "2026-03-10"  # the one version the double answers in (githubkit's models)
 
 
 def _num(text: str) -> int:
@@ -118,6 +125,8 @@ class GitHubState:
         self.lock = threading.Lock()
         self._comment_id = 1000
         self.faults: list[Fault] = []
+        self.violations: list[github_schema.Violation] = []
+        self.git: dict[str, Path] = {}  # repository -> its bare git repository, when known
         # Called just before a comment is stored: a test plays another machine's run here.
         self.before_comment: Callable[[str, int, str], None] | None = None
 
@@ -167,9 +176,19 @@ class GitHubState:
         return c
 
 
+class _Refused(Exception):
+    """A request GitHub would refuse before doing anything: answered with `payload`."""
+
+    def __init__(self, status: int, payload: dict[str, Any]) -> None:
+        super().__init__(status)
+        self.status, self.payload = status, payload
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+    endpoint = "unrouted"
+    checked = True
 
     def log_message(self, *args: Any) -> None:  # quiet test output
         pass
@@ -196,6 +215,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
+        if self.checked:
+            # list.extend is atomic; the handler may hold state.lock here
+            self.state.violations.extend(
+                github_schema.check_response(self.endpoint, status, payload))
 
     def send_raw(self, status: int, data: bytes) -> None:
         self.send_response(status)
@@ -204,13 +227,38 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def body(self) -> Any:
+    def raw_body(self) -> bytes:
         n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n) if n else b""
-        return json.loads(raw) if raw else {}
+        return self.rfile.read(n) if n else b""
 
-    def guard(self) -> bool:
+    def body(self) -> Any:
+        """The request's JSON, refused as GitHub refuses it when its model does not allow it."""
+        raw = self.raw_body()
+        try:
+            data = json.loads(raw) if raw else {}
+        except ValueError:
+            raise _Refused(400, {"message": "Problems parsing JSON",
+                                 "documentation_url": DOCS}) from None
+        wrong = github_schema.check_request(self.endpoint, data)
+        if wrong:
+            raise _Refused(422, {"message": "Invalid request.\n\n"
+                                 + "\n".join(v.problem for v in wrong),
+                                 "documentation_url": DOCS})
+        return data
+
+    def guard(self, method: str) -> bool:
+        version = self.headers.get("X-GitHub-Api-Version", API_VERSION)
+        if version != API_VERSION:
+            self.send(400, {"message": f"API version {version} is not supported.",
+                            "documentation_url": DOCS, "status": "400"})
+            return False
         auth = self.headers.get("Authorization", "")
+        if not auth and method == "GET":
+            return True  # every repository here is public: anyone may read it
+        if not auth:
+            self.send(401, {"message": "Requires authentication", "documentation_url": DOCS,
+                            "status": "401"})
+            return False
         if auth != f"token {self.state.token}" and auth != f"Bearer {self.state.token}":
             self.send(401, {"message": "Bad credentials",
                             "documentation_url": "https://docs.github.com/rest"})
@@ -227,9 +275,11 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         with self.state.lock:
             self.state.requests.append((method, path))
+        self.endpoint, self.checked = "unrouted", True
         fault = self.state.take_fault(path)
         if fault is not None:
-            self.body()  # the request is read whole, as GitHub's front end does
+            self.checked = False  # a scripted fault may be any answer at all
+            self.raw_body()  # the request is read whole, as GitHub's front end does
             if fault.raw is not None:
                 return self.send_raw(fault.status, fault.raw)
             headers = {"Retry-After": fault.retry_after} if fault.retry_after else None
@@ -237,13 +287,17 @@ class _Handler(BaseHTTPRequestHandler):
                 "message": FAULT_BODIES[fault.status],
                 "documentation_url": "https://docs.github.com/rest",
                 "status": str(fault.status)}, headers)
-        if not self.guard():
+        if not self.guard(method):
             return
         for pattern, name in _ROUTES:
             m = re.fullmatch(pattern, path)
             if m and name.startswith(method.lower() + "_"):
-                with self.state.lock:
-                    getattr(self, name)(query, *m.groups())
+                self.endpoint = name
+                try:
+                    with self.state.lock:
+                        getattr(self, name)(query, *m.groups())
+                except _Refused as no:
+                    self.send(no.status, no.payload)
                 return
         self.send(404, {"message": "Not Found", "documentation_url": "https://docs.github.com"})
 
@@ -256,25 +310,24 @@ class _Handler(BaseHTTPRequestHandler):
     def do_PATCH(self) -> None:  # noqa: N802
         self.route("PATCH")
 
-    def do_PUT(self) -> None:  # noqa: N802 - recorded, then 404: carry must never send one
+    def do_PUT(self) -> None:  # noqa: N802 - the merge endpoint; any other PUT is a 404
         self.route("PUT")
 
     def do_DELETE(self) -> None:  # noqa: N802
         self.route("DELETE")
 
     def page(self, items: list[Any], query: dict[str, str], path: str) -> None:
+        """One page, with GitHub's Link header: first and prev, next and last, as they apply."""
         per_page = int(query.get("per_page", 30))
         page = int(query.get("page", 1))
         chunk = items[(page - 1) * per_page : page * per_page]
-        links = []
         last = max(1, -(-len(items) // per_page))
         extra = "&".join(f"{k}={v}" for k, v in query.items() if k not in ("page", "per_page"))
         extra = f"&{extra}" if extra else ""
-        if page < last:
-            links.append(f'<{self.base()}{path}?per_page={per_page}&page={page + 1}{extra}>; '
-                         'rel="next"')
-            links.append(f'<{self.base()}{path}?per_page={per_page}&page={last}{extra}>; '
-                         'rel="last"')
+        rels = ([("first", 1), ("prev", page - 1)] if page > 1 else []) + (
+            [("next", page + 1), ("last", last)] if page < last else [])
+        links = [f'<{self.base()}{path}?per_page={per_page}&page={n}{extra}>; rel="{rel}"'
+                 for rel, n in rels]
         self.send(200, chunk, {"Link": ", ".join(links)} if links else None)
 
     # -- objects ---------------------------------------------------------------------------
@@ -338,7 +391,7 @@ class _Handler(BaseHTTPRequestHandler):
             "watchers": 0, "size": 0, "default_branch": "main",
             "open_issues_count": 0, "open_issues": 0, "has_issues": True,
             "has_projects": False, "has_wiki": False, "has_pages": False,
-            "has_discussions": False, "has_downloads": False, "archived": False,
+            "has_discussions": False, "archived": False,
             "disabled": False, "visibility": "public", "license": None,
             "pushed_at": STAMP, "created_at": STAMP, "updated_at": STAMP,
         }
@@ -365,8 +418,8 @@ class _Handler(BaseHTTPRequestHandler):
             "labels": [self.label_json(full, n) for n in p.labels], "milestone": None,
             "active_lock_reason": None, "created_at": _stamp(p.created),
             "updated_at": _stamp(p.created), "closed_at": closed,
-            "merged_at": closed if p.merged else None, "merge_commit_sha": p.merge_sha or None,
-            "assignee": None, "assignees": [], "requested_reviewers": [],
+            "merged_at": closed if p.merged else None,
+            "assignees": [], "requested_reviewers": [],
             "requested_teams": [], "draft": p.draft,
             "head": {"label": f"{owner}:{p.head}", "ref": p.head, "sha": p.head_sha,
                      "repo": self.repo_json(full), "user": self.user_json(owner)},
@@ -402,11 +455,12 @@ class _Handler(BaseHTTPRequestHandler):
             "author": None, "committer": None, "parents": [],
         }
 
-    def label_json(self, full: str, name: str) -> dict[str, Any]:
+    def label_json(self, full: str, name: str, alone: bool = False) -> dict[str, Any]:
+        """A label as a PR or issue embeds it; `alone`, as the labels endpoints answer."""
         return {"id": _num(name), "node_id": f"LA_{_num(name)}",
                 "url": f"{self.base()}/repos/{full}/labels/{name}", "name": name,
                 "description": None, "color": "ededed", "default": False,
-                "archived_at": None, "archived_by": None}
+                "archived_by": None, **({"archived_at": None} if alone else {})}
 
     def _comment_count(self, full: str, number: int) -> int:
         return sum(1 for c in self.state.repo(full).comments if c.issue == number)
@@ -420,7 +474,7 @@ class _Handler(BaseHTTPRequestHandler):
             "comments_url": f"{api}/issues/{n}/comments", "events_url": f"{api}/issues/{n}/events",
             "html_url": f"{WEB}/{full}/issues/{n}", "number": n, "state": p.state,
             "title": p.title, "body": p.body, "user": self.user_json(p.user), "labels": [],
-            "assignee": None, "assignees": [], "milestone": None, "locked": False,
+            "assignees": [], "milestone": None, "locked": False,
             "active_lock_reason": None, "comments": self._comment_count(full, n),
             "closed_at": None if p.state == "open" else STAMP,
             "created_at": _stamp(p.created), "updated_at": _stamp(p.created),
@@ -454,11 +508,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def get_rate_limit(self, q: dict[str, str]) -> None:
         core = {"limit": 5000, "remaining": 0 if self.state.rate_limited else 4999,
-                "reset": int(time.time()) + 3600, "used": 1, "resource": "core"}
-        self.send(200, {"resources": {"core": core, "search": {**core, "resource": "search"}},
-                        "rate": core})
+                "reset": int(time.time()) + 3600, "used": 1}
+        self.send(200, {"resources": {"core": core, "search": core}})
 
     def get_user(self, q: dict[str, str]) -> None:
+        if not self.headers.get("Authorization"):
+            return self.send(401, {"message": "Requires authentication",
+                                   "documentation_url": DOCS, "status": "401"})
         self.send(200, self.private_user_json(self.state.user))
 
     def get_repo(self, q: dict[str, str], full: str) -> None:
@@ -467,7 +523,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.send(200, self.repo_json(full, complete=True))
 
     def get_pulls(self, q: dict[str, str], full: str) -> None:
-        pulls = sorted(self.state.repo(full).pulls.values(), key=lambda p: -p.number)
+        # GitHub's order: `sort` created (default), updated, popularity or long-running;
+        # `direction` desc by default when sorting by creation, asc otherwise.
+        sort = q.get("sort", "created")
+        keys = {"created": lambda p: (p.created, p.number),
+                "updated": lambda p: (p.created, p.number),
+                "popularity": lambda p: (self._comment_count(full, p.number), p.number),
+                "long-running": lambda p: (p.created, p.number)}
+        if sort not in keys or q.get("direction", "desc") not in ("asc", "desc"):
+            bad = "sort" if sort not in keys else "direction"
+            return self.send(422, {"message": "Validation Failed", "documentation_url": DOCS,
+                                   "errors": [{"resource": "PullRequest", "field": bad,
+                                               "code": "invalid"}]})
+        default = "desc" if sort == "created" else "asc"
+        pulls = sorted(self.state.repo(full).pulls.values(), key=keys[sort],
+                       reverse=q.get("direction", default) == "desc")
         want = q.get("state", "open")
         if want != "all":
             pulls = [p for p in pulls if p.state == want]
@@ -482,20 +552,58 @@ class _Handler(BaseHTTPRequestHandler):
         b = self.body()
         missing = [k for k in ("title", "head", "base") if not b.get(k)]
         if missing:
-            return self.send(422, {"message": "Validation Failed",
-                                   "errors": [{"field": k, "code": "missing_field"}
-                                              for k in missing]})
+            return self.send(422, {"message": "Validation Failed", "documentation_url": DOCS,
+                                   "errors": [{"resource": "PullRequest", "field": k,
+                                               "code": "missing_field"} for k in missing]})
+        owner = full.split("/")[0]
+        branch = b["head"].split(":", 1)[-1]
         r = self.state.repo(full)
         for p in r.pulls.values():
-            if p.state == "open" and p.head == b["head"] and p.base == b["base"]:
-                return self.send(422, {"message": "Validation Failed", "errors": [
-                    {"code": "custom", "message": f"A pull request already exists for "
-                                                  f"{b['head']}."}]})
+            if p.state == "open" and p.head == branch and p.base == b["base"]:
+                return self.invalid(f"A pull request already exists for {owner}:{branch}.")
+        head_sha, commits = "0" * 40, []
+        bare = self.state.git.get(full)
+        if bare is not None and bare.exists():  # the double knows the repository's git data
+            shas = [_git(bare, "rev-parse", "--verify", "-q", f"refs/heads/{ref}^{{commit}}")
+                    for ref in (branch, b["base"])]
+            for field_name, sha in zip(("head", "base"), shas, strict=True):
+                if not sha:
+                    return self.send(422, {"message": "Validation Failed",
+                                           "documentation_url": DOCS, "errors": [{
+                                               "resource": "PullRequest", "field": field_name,
+                                               "code": "invalid"}]})
+            head_sha = shas[0]
+            commits = _git(bare, "rev-list", "--reverse", f"{shas[1]}..{shas[0]}").split()
+            if not commits:
+                return self.invalid(f"No commits between {b['base']} and {branch}")
         pull = self.state.add_pull(full, title=b["title"], body=b.get("body") or "",
-                                   head=b["head"], head_sha=b.get("_head_sha", "0" * 40),
-                                   base=b["base"], user=self.state.user,
-                                   draft=bool(b.get("draft")))
+                                   head=branch, head_sha=head_sha, base=b["base"],
+                                   user=self.state.user, draft=bool(b.get("draft")),
+                                   commits=commits)
         self.send(201, self.pull_json(full, pull))
+
+    def invalid(self, message: str) -> None:
+        """GitHub's 422 for a rule about the pull request itself, in its words."""
+        self.send(422, {"message": "Validation Failed", "documentation_url": DOCS,
+                        "errors": [{"resource": "PullRequest", "code": "custom",
+                                    "message": message}]})
+
+    def put_merge(self, q: dict[str, str], full: str, number: str) -> None:
+        p = self.pull_or_404(full, number)
+        if p is None:
+            return
+        b = self.body()
+        if p.state != "open":
+            return self.send(405, {"message": "Pull Request is not mergeable",
+                                   "documentation_url": DOCS, "status": "405"})
+        if b.get("sha") and b["sha"] != p.head_sha:
+            return self.send(409, {"message": "Head branch was modified. Review and try the "
+                                              "merge again.", "documentation_url": DOCS,
+                                   "status": "409"})
+        p.state, p.merged = "closed", True
+        p.merge_sha = hashlib.sha1(f"{full}#{p.number} {p.head_sha}".encode()).hexdigest()
+        self.send(200, {"sha": p.merge_sha, "merged": True,
+                        "message": "Pull Request successfully merged"})
 
     def get_pull(self, q: dict[str, str], full: str, number: str) -> None:
         p = self.pull_or_404(full, number)
@@ -557,6 +665,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
+    def get_issue_events(self, q: dict[str, str], full: str, number: str) -> None:
+        """A merged PR's `merged` and `closed` events: where the merge commit is read."""
+        p = self.issue_or_404(full, number)
+        if p is None:
+            return
+        api = f"{self.base()}/repos/{full}"
+        done = [("merged", p.merge_sha), ("closed", p.merge_sha)] if isinstance(
+            p, Pull) and p.merged else [("closed", None)] if p.state == "closed" else []
+        self.page([{"id": p.number * 100 + i, "node_id": f"E_{p.number}_{i}",
+                    "url": f"{api}/issues/events/{p.number * 100 + i}",
+                    "actor": self.user_json(self.state.user), "event": event,
+                    "commit_id": sha, "commit_url": f"{api}/commits/{sha}" if sha else None,
+                    "created_at": STAMP, "performed_via_github_app": None}
+                   for i, (event, sha) in enumerate(done)], q,
+                  f"/repos/{full}/issues/{number}/events")
+
     def get_issue(self, q: dict[str, str], full: str, number: str) -> None:
         p = self.issue_or_404(full, number)
         if p:
@@ -601,7 +725,7 @@ class _Handler(BaseHTTPRequestHandler):
             b = self.body()  # GitHub takes a bare list of names, or {"labels": [...]}
             names = b if isinstance(b, list) else b.get("labels", [])
             p.labels += [x for x in names if x not in p.labels]
-            self.send(200, [self.label_json(full, n) for n in p.labels])
+            self.send(200, [self.label_json(full, n, alone=True) for n in p.labels])
 
     def get_search_issues(self, q: dict[str, str]) -> None:
         terms = q.get("q", "").split()
@@ -615,7 +739,13 @@ class _Handler(BaseHTTPRequestHandler):
                 found.append({**self.issue_json(repo, p), "score": 1.0})
         per_page = int(q.get("per_page", 30))
         self.send(200, {"total_count": len(found), "incomplete_results": False,
+                        "search_type": "lexical",
                         "items": found[:per_page]})
+
+
+def _git(bare: Path, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=bare, capture_output=True, text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
 
 
 def _edit(item: Pull | Issue, b: dict[str, Any]) -> None:
@@ -635,6 +765,7 @@ _ROUTES = [
     (_R + r"/pulls/(\d+)", "get_pull"),
     (_R + r"/pulls/(\d+)", "patch_pull"),
     (_R + r"/pulls/(\d+)/commits", "get_pull_commits"),
+    (_R + r"/pulls/(\d+)/merge", "put_merge"),
     (_R + r"/issues", "get_issues"),
     (_R + r"/issues", "post_issues"),
     (_R + r"/issues/(\d+)", "get_issue"),
@@ -642,6 +773,7 @@ _ROUTES = [
     (_R + r"/issues/(\d+)/comments", "get_comments"),
     (_R + r"/issues/(\d+)/comments", "post_comments"),
     (_R + r"/issues/(\d+)/labels", "post_labels"),
+    (_R + r"/issues/(\d+)/events", "get_issue_events"),
     (_R + r"/issues/comments/(\d+)", "get_comment"),
     (_R + r"/issues/comments/(\d+)", "delete_comment"),
 ]
@@ -667,8 +799,12 @@ class RunningServer:
         return f"http://{host}:{port}{PREFIX}"
 
     def stop(self) -> None:
+        """Stop, and fail the test if the double ever answered outside GitHub's models."""
         self.server.shutdown()
         self.server.server_close()
+        wrong = self.state.violations
+        assert not wrong, "the GitHub double broke GitHub's schema:\n" + "\n".join(
+            map(str, wrong))
 
 
 def start(token: str) -> RunningServer:

@@ -5,6 +5,7 @@ against the models that githubkit generates from GitHub's official OpenAPI descr
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 import warnings
 from collections.abc import Iterator
@@ -101,3 +102,97 @@ def test_issue_writes_answer_in_shape_and_are_recorded(
         ("POST", "/repos/lab/fork/issues"), ("PATCH", f"/repos/lab/fork/issues/{n}"),
         ("POST", f"/repos/lab/fork/issues/{n}/comments"),
         ("PATCH", f"/repos/lab/fork/issues/{n}")]
+
+
+# -- the double enforces GitHub's rules, through PyGithub's real HTTP -----------------------
+
+
+@pytest.fixture
+def fresh() -> Iterator[github_server.RunningServer]:
+    s = github_server.start(TOKEN)
+    for n in range(1, 6):
+        s.state.add_pull("lab/fork", n, title=f"t{n}", body="b", head=f"h{n}",
+                         head_sha=f"{n}" * 40, base="main", user="alice", draft=False)
+        s.state.repos["lab/fork"].pulls[n].created = 1_700_000_000 + n
+    yield s
+    s.stop()
+
+
+def _hub(server: github_server.RunningServer, token: str | None = TOKEN) -> Any:
+    from github import Auth, Github
+
+    return Github(base_url=server.url, auth=Auth.Token(token) if token else None, retry=None,
+                  api_version="2026-03-10")
+
+
+def test_pulls_follow_sort_and_direction(fresh: github_server.RunningServer) -> None:
+    repo = _hub(fresh).get_repo("lab/fork")
+    assert [p.number for p in repo.get_pulls()] == [5, 4, 3, 2, 1]  # created, desc
+    assert [p.number for p in repo.get_pulls(sort="created", direction="asc")] == [1, 2, 3, 4, 5]
+    assert [p.number for p in repo.get_pulls(sort="long-running")] == [1, 2, 3, 4, 5]
+
+
+def test_link_has_first_prev_next_last(fresh: github_server.RunningServer) -> None:
+    req = urllib.request.Request(fresh.url + "/repos/lab/fork/pulls?per_page=2&page=2",
+                                 headers={"Authorization": f"token {TOKEN}"})
+    with urllib.request.urlopen(req) as resp:  # noqa: S310 - loopback only
+        link = resp.headers["Link"]
+    rels = dict((m[1], m[0]) for m in re.findall(r'<[^>]*[?&]page=(\d+)[^>]*>; rel="(\w+)"',
+                                                 link))
+    assert rels == {"first": "1", "prev": "1", "next": "3", "last": "3"}
+
+
+def test_anonymous_reads_of_a_public_repository(fresh: github_server.RunningServer) -> None:
+    from github import GithubException
+
+    repo = _hub(fresh, None).get_repo("lab/fork")
+    assert len(list(repo.get_pulls())) == 5
+    with pytest.raises(GithubException) as no:
+        repo.get_pull(1).create_issue_comment("hi")
+    assert (no.value.status, no.value.data["message"]) == (401, "Requires authentication")
+
+
+def test_a_state_github_does_not_know_is_refused(fresh: github_server.RunningServer) -> None:
+    from github import GithubException
+
+    pull = _hub(fresh).get_repo("lab/fork").get_pull(1)
+    with pytest.raises(GithubException) as no:
+        pull.edit(state="merged")
+    assert no.value.status == 422 and "state" in no.value.data["message"]
+    assert fresh.state.repos["lab/fork"].pulls[1].state == "open"
+
+
+def test_merge_then_merged_event_and_no_second_merge(fresh: github_server.RunningServer) -> None:
+    from github import GithubException
+
+    repo = _hub(fresh).get_repo("lab/fork")
+    done = repo.get_pull(2).merge()
+    assert done.merged and len(done.sha) == 40
+    again = repo.get_pull(2)
+    assert again.merged and again.state == "closed"
+    (merged,) = [e for e in repo.get_issue(2).get_events() if e.event == "merged"]
+    assert merged.commit_id == done.sha
+    with pytest.raises(GithubException) as no:
+        repo.get_pull(2).merge()
+    assert no.value.status == 405
+
+
+def test_a_wrong_api_version_is_refused(fresh: github_server.RunningServer) -> None:
+    from github import Auth, Github, GithubException
+
+    old = Github(base_url=fresh.url, auth=Auth.Token(TOKEN), retry=None,
+                 api_version="1999-01-01")
+    with pytest.raises(GithubException) as no:
+        old.get_repo("lab/fork")
+    assert no.value.status == 400
+
+
+def test_every_answer_is_checked_against_githubs_models() -> None:
+    s = github_server.start(TOKEN)
+    s.state.add_pull("lab/fork", 1, title="t", body="b", head="h", head_sha="1" * 40,
+                     base="main", user="alice", draft=False)
+    s.state.repos["lab/fork"].pulls[1].draft = "yes"  # type: ignore[assignment]
+    _hub(s).get_repo("lab/fork").get_pull(1)
+    with pytest.raises(AssertionError, match=r"get_pull response: draft\.bool: Input should "
+                                             r"be a valid boolean"):
+        s.stop()

@@ -129,3 +129,18 @@ def test_a_pr_over_two_series_has_each_ones_plan_result_and_ai(tmp_path: Path,
     assert body.count("- `tests/unit`: 3 passed, 1 skipped") == 2
     assert body.count("### AI assistance") == 2
     assert "\n## Purpose" not in body  # the cover's headings sit under their series
+
+
+def test_githubs_422_texts_reach_the_user_in_one_line(gh: Server, fork: CommitBuilder,
+                                                       series_root: Path) -> None:
+    env = _env(gh, series_root)
+    _import_and_apply(fork, env)
+    gh.state.add_pull(FORK, 3, title="by hand", body="not carry's", head="carry/demo",
+                      head_sha="3" * 40, base="main", user="alice", draft=False)
+    code, _, err = _pr(fork, "carry/demo", env)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "A pull request already exists for lab:carry/demo." in err
+    code, _, err = _pr(fork, "main", env, "--force")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "No commits between main and main" in err
+    assert sorted(gh.state.repos[FORK].pulls) == [3]

@@ -27,6 +27,7 @@ from carry.errors import CarryError
 
 DEFAULT_API = "https://api.github.com"
 DEFAULT_MAX_WAIT = 60.0
+API_VERSION = "2026-03-10"  # the shapes carry reads; GitHub answers in them when asked
 TOKEN_VARS = ("GH_TOKEN", "GITHUB_TOKEN")  # gh's order
 T = TypeVar("T")
 
@@ -180,6 +181,7 @@ class Forge:
         polite = url == DEFAULT_API
         gh = Github(
             base_url=url, auth=Auth.Token(token), retry=None, timeout=30, per_page=100,
+            api_version=API_VERSION,
             seconds_between_requests=0.25 if polite else None,
             seconds_between_writes=1.0 if polite else None,
         )
@@ -305,6 +307,15 @@ class Forge:
 
         return self._call(f"a comment on {full_name}#{number}", post)
 
+    def merge_sha(self, full_name: str, number: int) -> str:
+        """The commit a merged PR became on its base, from its `merged` event (the API version
+        carry speaks has no `merge_commit_sha` on a pull request)."""
+        repo = self._repo(full_name)
+        return self._call(
+            f"events of {full_name}#{number}",
+            lambda: next((e.commit_id or "" for e in repo.get_issue(number).get_events()
+                          if e.event == "merged"), ""))
+
     def delete_comment(self, full_name: str, number: int, comment_id: int) -> None:
         repo = self._repo(full_name)
         self._call(f"comment {comment_id} on {full_name}#{number}",
@@ -357,8 +368,7 @@ def _pull(p: Any) -> PullInfo:
         number=p.number, title=p.title or "", body=p.body or "", state=p.state,
         draft=bool(p.draft), head=p.head.ref, head_sha=p.head.sha, base=p.base.ref,
         author=p.user.login if p.user else "", url=p.html_url or "",
-        merged=p.merged_at is not None, merge_sha=(p.merge_commit_sha or "")
-        if p.merged_at is not None else "", labels=tuple(x.name for x in p.labels),
+        merged=p.merged_at is not None, labels=tuple(x.name for x in p.labels),
     )
 
 

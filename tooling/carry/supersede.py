@@ -17,6 +17,7 @@ earlier one carries the same marker.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import hashlib
 import tempfile
@@ -258,6 +259,8 @@ def run(series: Series, forge_repo: str, by_number: int, repo: Repo | None, remo
     forge = access.connect()
     by = forge.pull(forge_repo, by_number)
     check_by(series, by, forge_repo, base)
+    if by.merged:
+        by = dataclasses.replace(by, merge_sha=forge.merge_sha(forge_repo, by.number))
     target = base or by.base
     state = "merged" if by.merged else "draft" if by.draft else "open"
     result = SupersedeResult(series.name, forge_repo, by.number, state, target,

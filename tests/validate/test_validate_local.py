@@ -176,8 +176,11 @@ def test_an_unchanged_input_is_answered_from_the_cache(calc: Calc) -> None:
     assert first.code == 0 and "validation passed in" in first.out
     runs = calc.up.path / ".git" / "carry" / "validate"
     dirs = sorted(p for p in runs.iterdir() if p.is_dir() and p.name != "cache")
+    objects = git(calc.up.path, "count-objects")
     again = calc.validate("fix", "--onto", "v1")
     assert again.code == 0
+    # found from the series' content and the onto commit: no replay wrote a single commit
+    assert git(calc.up.path, "count-objects") == objects
     assert "[cached]" in again.out and "nothing ran" in again.out
     assert "9 tests passed and 1 skipped across the three suites" in again.out
     # --commit on the fork branch is the same tree, plan and interpreter: the same entry

@@ -37,3 +37,19 @@ def load(root: Path, k: str) -> dict[str, Any] | None:
 def store(root: Path, k: str, data: dict[str, Any]) -> None:
     write_json(_path(root, k), data)  # atomic: a crash never leaves half a report
 
+
+def link(root: Path, early: str, k: str) -> None:
+    """Remember that the inputs named by `early` (known before any replay) gave the report
+    stored under `k`, so the next lookup needs no replay."""
+    write_json(root / ("early-" + early.removeprefix("sha256:") + ".json"), {"key": k})
+
+
+def follow(root: Path, early: str) -> dict[str, Any] | None:
+    """The report `link` tied to `early`, if both are still there."""
+    try:
+        k = json.loads((root / ("early-" + early.removeprefix("sha256:") + ".json")).read_text(
+            encoding="utf-8")).get("key")
+    except (FileNotFoundError, ValueError, AttributeError):
+        return None
+    return load(root, k) if isinstance(k, str) else None
+

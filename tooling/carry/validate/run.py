@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from carry import atomic, render
 from carry.errors import CarryError, ValidationFailed
@@ -139,6 +140,14 @@ def run(
     engine = engines.make(engine_name, tp.image, python or tp.python)
     if engine_name == "local":
         engine.check()  # a missing interpreter is bad input even when a report is cached
+    inputs = {"plan": render.to_data(tp), "python": engine.python, "engine": engine.identity(),
+              **({"allow_no_tests": True} if allow_no_tests else {})}
+    store = validate_dir(repo) / "cache"
+    early = _early_key(series, repo, onto, baseline, inputs) if onto and not commit else ""
+    if use_cache and early:
+        hit = cache.follow(store, early)
+        if hit is not None:
+            return _answer(repo, series, hit, hit.get("head", ""))
     t = resolve_target(series, repo, onto, commit)
     started = time.monotonic()
     changed = repo.changed_files(t.onto, t.head)
@@ -151,21 +160,14 @@ def run(
     key = cache.key({
         "head_tree": head_tree, "onto_tree": repo.rev_parse(t.onto, "tree"),
         "baseline_tree": repo.rev_parse(base_commit, "tree") if base_commit else None,
-        "plan": render.to_data(tp), "python": engine.python, "engine": engine.identity(),
-        **({"allow_no_tests": True} if allow_no_tests else {}),
+        **inputs,
     })
-    store = validate_dir(repo) / "cache"
     if use_cache:
         hit = cache.load(store, key)
         if hit is not None:
-            report = Report.from_data(hit)
-            # the record of what ran stays; today's commit may differ only in its dates
-            report.cached, report.cached_for = True, t.head
-            # another series with the same plan may have filled the entry: this is its run now
-            report.series, report.version = series.name, series.manifest.version
-            # recorded as a fresh run is, so `carry pr` quotes it
-            atomic.write_json(last_report_path(repo, series.name), render.to_data(report))
-            return report
+            if early:
+                cache.link(store, early, key)
+            return _answer(repo, series, hit, t.head)
     engine.check()
     stamp = dt.datetime.now(dt.UTC)
     validate_dir(repo).mkdir(parents=True, exist_ok=True)
@@ -212,6 +214,34 @@ def run(
     atomic.write_json(last_report_path(repo, series.name), data)
     if not any(r.kind == "install" and not r.ok for r in results):
         cache.store(store, key, data)  # a failed install is the network's, not the series'
+        if early:
+            cache.link(store, early, key)
+    return report
+
+
+def _early_key(series: Series, repo: Repo, onto: str, baseline: bool,
+               inputs: dict[str, Any]) -> str:
+    """What a `--onto` result depends on, known before any replay: the series' content on its
+    base (the chain's key), the onto commit, what drop detection reads from the manifest, and
+    the plan and engine. A hit answers without building the series: cost follows the series'
+    size, not the repository's."""
+    from carry.replay.chain import chain_key, series_base
+
+    m = series.manifest
+    files = [(f.number, f.name, f.read()) for f in series.patches()]
+    return cache.key({"chain": chain_key(series_base(series, repo), files),
+                      "onto": repo.rev_parse(onto), "baseline": baseline,
+                      "drops": [render.to_data(m.provenance), m.upstream.repo], **inputs})
+
+
+def _answer(repo: Repo, series: Series, hit: dict[str, Any], head: str) -> Report:
+    report = Report.from_data(hit)
+    # the record of what ran stays; today's commit may differ only in its dates
+    report.cached, report.cached_for = True, head
+    # another series with the same plan may have filled the entry: this is its run now
+    report.series, report.version = series.name, series.manifest.version
+    # recorded as a fresh run is, so `carry pr` quotes it
+    atomic.write_json(last_report_path(repo, series.name), render.to_data(report))
     return report
 
 

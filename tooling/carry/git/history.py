@@ -4,6 +4,7 @@ a range is always one `git log` or `rev-list`, piped where it needs a second too
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import tempfile
@@ -131,7 +132,13 @@ class History(Objects):
         return self._run("range-diff", flag, *args).stdout.decode("utf-8", "replace")
 
     def merge_tree(self, ours: str, theirs: str) -> MergeResult:
-        """A worktree-free three-way merge; the merge base is found by git."""
+        """A worktree-free three-way merge; the merge base is found by git. With
+        $CARRY_TRACE_MERGES set, each merge's two commits are appended to that file, so a
+        benchmark can time exactly the merges carry ran as raw git (bench/bench_replay.py)."""
+        trace = os.environ.get("CARRY_TRACE_MERGES")
+        if trace:
+            with open(trace, "a", encoding="ascii") as fh:
+                fh.write(f"{ours} {theirs}\n")
         proc = self._run(
             "merge-tree", "--write-tree", "--name-only", "--no-messages", ours, theirs,
             ok_codes=(0, 1),

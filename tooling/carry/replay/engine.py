@@ -194,13 +194,15 @@ def _batch(repo: Repo, run: list[tuple[int, RawCommit]], cache: dict[int, Change
         graft = repo.write_commit(head_tree, first.parents[:1], b"carry graft\n",
                                   first.author, first.author)
         merged = repo.merge_tree(graft, run[-1][1].sha)
-        if not merged.clean or repo.tree_changes(head_tree, merged.tree).keys() - seen:
+        if not merged.clean:
             return {}
         out, tree = {}, head_tree
         for (j, _), ch in zip(run, changes, strict=True):
             edits = {p: repo.tree_lookup(merged.tree, p) for p in ch}
             tree = repo.edit_tree(tree, edits) or repo.write_object("tree", b"")
             out[j] = tree
+        # a merge result outside the run's paths (an upstream rename) leaves `tree` short of
+        # the merge's: then the patches go one by one
         return out if tree == merged.tree else {}
     except CarryError:
         return {}

@@ -185,7 +185,6 @@ def _batch(repo: Repo, run: list[tuple[int, RawCommit]], cache: dict[int, Change
     a conflict, or a merge result outside the run's paths (upstream renames)."""
     first = run[0][1]
     changes = [cache[j] for j, _ in run]
-    seen = set().union(*(ch.keys() for ch in changes))
     deleting = {k for k, ch in enumerate(changes) if any(new is None for _, new in ch.values())}
     adding = {k for k, ch in enumerate(changes) if any(old is None for old, _ in ch.values())}
     if deleting and adding and len(deleting | adding) > 1:

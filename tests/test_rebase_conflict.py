@@ -170,6 +170,29 @@ def test_continue_then_second_conflict_then_refresh(stopped: dict[str, Any]) -> 
     assert run_carry(*stopped["args"], "--onto", "main", "--branch", "again").code == 0
 
 
+def test_a_conflict_forecasts_the_later_patches_that_conflict_too(
+        stopped: dict[str, Any]) -> None:
+    """Patch 2 stops the rebase; patch 3 conflicts with upstream as well. Both show at once,
+    in the table and the JSON, without stopping twice to find out; a resume replays patch 3
+    for real, and the forecast was right."""
+    up: CommitBuilder = stopped["up"]
+    up.commit("Upstream f", {"src/core.py": "def f():\n    return 30\n"})
+    dry = run_carry(*stopped["args"], "--onto", "main", "--dry-run", "--json")
+    assert dry.code == 1, dry.err
+    [d] = json.loads(dry.out)
+    assert [p["status"] for p in d["patches"]] == ["applied", "conflict", "would-conflict"]
+    assert d["patches"][2]["forecast"] == ["src/core.py"] and d["patches"][1]["forecast"] == []
+    table = run_carry(*stopped["args"], "--onto", "main")
+    assert table.code == 1
+    assert "CONFLICT in 0002-Two-h10.patch" in table.out
+    assert "0003-Three.patch would-conflict too, in src/core.py (by Toby Mao)" in table.out
+    state = json.loads((up.path / ".git/carry/rebase/demo/main.json").read_text())
+    assert state["patches"][2]["status"] == "would-conflict"
+    res = run_carry(*stopped["args"], "--skip")
+    assert res.code == 1 and "CONFLICT in 0003-Three.patch" in res.out
+    assert "would-conflict too" not in res.out
+
+
 def test_state_of_another_version_is_refused(stopped: dict[str, Any]) -> None:
     up: CommitBuilder = stopped["up"]
     assert run_carry(*stopped["args"], "--onto", "main").code == 1

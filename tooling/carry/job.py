@@ -38,6 +38,7 @@ class Row:
     report: str = ""
     ref: str = ""  # the tag or branch `onto` resolved from
     stop: Conflict | None = None  # the patch, author and paths of a conflict
+    would_conflict: list[str] = field(default_factory=list)  # later patches, with their paths
 
 
 @dataclass
@@ -103,6 +104,8 @@ def _rows(root: Path, names: list[str], repo: Repo, targets: list[str], onto: li
                                if p.status == "dropped"], ref=r.ref, stop=r.conflict)
             if r.conflict is not None:
                 row.conflict = f"{r.conflict.file} ({', '.join(r.conflict.paths)})"
+                row.would_conflict = [f"{p.file} ({', '.join(p.forecast)})" for p in r.patches
+                                      if p.status == "would-conflict"]
             if r.status == "applied":
                 _validate(s, repo, row, r.onto, engine, python, out)
             rows.append(row)
@@ -135,7 +138,8 @@ def markdown(result: JobResult) -> str:
     lines = [f"## carry: {result.status}", "",
              "| series | target | rebase | drops | validation |", "|---|---|---|---|---|"]
     for r in result.rows:
-        rebase_cell = r.rebase if not r.conflict else f"conflict in {r.conflict}"
+        rebase_cell = r.rebase if not r.conflict else f"conflict in {r.conflict}" + "".join(
+            f"<br>would-conflict: {w}" for w in r.would_conflict)
         drops = "<br>".join(r.dropped) or "-"
         lines.append(f"| {r.series} | {r.target} | {rebase_cell} | {drops} | "
                      f"{r.validate}: {r.summary} |")

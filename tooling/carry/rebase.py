@@ -274,7 +274,8 @@ def resume(series: Series, repo: Repo, action: str,
         else:
             head = _take_resolution(repo, wt, step, head, state["paths"], committer)
         for later in steps[pos + 1:]:
-            later.forecast = []
+            if later.status == "would-conflict":  # a forecast: replayed for real now
+                later.status, later.forecast = "pending", []
         state.update(phase="replaying", head=head, patches=[asdict(p) for p in steps])
         st.write(path, state)
         _remove_worktree(repo, wt)

@@ -20,7 +20,7 @@ from carry.replay.targets import ResolvedTarget
 
 VERSION = 2
 PHASES = ("conflict", "replaying", "finishing")
-STATUSES = ("applied", "dropped", "conflict", "skipped", "pending")
+STATUSES = ("applied", "dropped", "conflict", "skipped", "pending", "would-conflict")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -115,7 +115,7 @@ def _invalid(s: dict[str, Any]) -> str:
     if s["phase"] == "conflict" and (s["position"] == len(s["patches"]) or not s["worktree"]
                                      or not Path(s["worktree"]).is_absolute()):
         return "a conflict state without its patch or worktree"
-    if s["phase"] == "finishing" and any(p["status"] in ("pending", "conflict")
+    if s["phase"] == "finishing" and any(p["status"] in ("pending", "conflict", "would-conflict")
                                          for p in s["patches"]):
         return "a finishing state with patches not yet replayed"
     if not all(isinstance(p, str) for p in s["paths"]):

@@ -137,14 +137,18 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
 
     stopped = stopped_in(repo) if repo is not None else []
     render.table(f"rebase {rows[0].series}", ["target", "status", "clean", "conflicts",
-                                              "drops", "head"],
+                                              "would-conflict", "drops", "head"],
                  [[r.target, r.status + (" (dry run)" if r.dry_run else ""),
                    str(r.count("applied")), str(r.count("conflict")),
-                   str(r.count("dropped")), _short(r.head)] for r in rows])
+                   str(r.count("would-conflict")), str(r.count("dropped")), _short(r.head)]
+                  for r in rows])
     for r in rows:
         for p in r.patches:
             if p.status in ("dropped", "skipped") or p.reason:
                 render.say(f"  {r.target}: {p.file} {p.status}: {p.reason}")
+            elif p.status == "would-conflict":
+                render.say(f"  {r.target}: {p.file} would-conflict too, in "
+                           f"{', '.join(p.forecast)} (by {p.author})")
         if r.message:
             render.say(f"  {r.target}: {r.message}")
         if r.updated:

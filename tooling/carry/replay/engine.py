@@ -27,23 +27,18 @@ Changes = dict[bytes, tuple[Entry | None, Entry | None]]
 class PatchResult:
     """One patch in one target. `source` is the patch as a commit on the series base,
     `commit` the rebased commit, `upstream` the commit that made it a drop; `forecast` the
-    paths on which it would conflict too once the stopping patch is dealt with."""
+    paths on which a `would-conflict` patch conflicts too once the stop is dealt with."""
 
     number: int
     file: str
     subject: str
     author: str
-    status: str = "pending"  # applied | dropped | conflict | skipped | pending
+    status: str = "pending"  # applied | dropped | conflict | skipped | pending | would-conflict
     reason: str = ""
     commit: str = ""
     upstream: str = ""
     source: str = ""
     forecast: list[str] = field(default_factory=list)
-
-    @property
-    def shown_status(self) -> str:
-        """What a user reads: a pending patch with a forecast is `would-conflict`."""
-        return "would-conflict" if self.status == "pending" and self.forecast else self.status
 
 
 @dataclass
@@ -211,14 +206,15 @@ def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
              committer: Ident) -> None:
     """Which later patches would conflict too: the rest of the series replayed with the
     stopping patch (and each further conflict) left out, on copies; each such patch gets its
-    paths in `forecast`. Nothing is kept but that: the commits are unreferenced."""
+    paths in `forecast` and the status `would-conflict`, which a resume turns back into
+    `pending`. Nothing else is kept: the trial's commits are unreferenced."""
     trial = [replace(s) for s in steps]
     trial[stop].status = "skipped"
     while True:
         head, again, paths = run_steps(repo, trial, head, committer)
         if again is None:
             return
-        steps[again].forecast = paths
+        steps[again].status, steps[again].forecast = "would-conflict", paths
         trial[again].status = "skipped"
 
 

@@ -129,6 +129,10 @@ def test_a_pr_over_two_series_has_each_ones_plan_result_and_ai(tmp_path: Path,
     assert body.count("- `tests/unit`: 3 passed, 1 skipped") == 2
     assert body.count("### AI assistance") == 2
     assert "\n## Purpose" not in body  # the cover's headings sit under their series
+    # computed, not asserted: the covers are bare titles and no image pins the tests
+    assert "- [ ] The purpose and the distinction from related PRs are described above." in body
+    assert "- [x] Test commands and current results are included." in body
+    assert "- [ ] The tests ran in an image pinned by digest." in body
 
 
 def test_githubs_422_texts_reach_the_user_in_one_line(gh: Server, fork: CommitBuilder,

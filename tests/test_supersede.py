@@ -203,3 +203,18 @@ def test_a_run_on_another_machine_first_leaves_its_comment_only(
     assert ("DELETE", f"/repos/{FORK}/issues/comments/{kept.id + 1}") in gh.state.requests
     assert _one(json.loads(r.out))["actions"][0] == (
         "comment already posted by another run; deleted the duplicate")
+
+
+def test_without_a_clone_only_provenance_patches_prove_containment(
+        gh: Server, fork: CommitBuilder, seeded: dict[str, str], series_root: Path) -> None:
+    s = seriesmod.find(series_root, "demo")
+    s.manifest.provenance.append(seriesmod.Provenance(pr=f"{FORK}#2", role="superseded",
+                                                      patches=[1, 2, 3]))
+    seriesmod.save_manifest(s)
+    r = run_carry("supersede", "demo", "--by", "9", "--forge-repo", FORK, "--json", env=seeded)
+    assert r.code == 0, r.err
+    seen = {x["number"]: (x["verdict"], x["why"]) for x in json.loads(r.out)["pulls"]}
+    assert seen[1] == ("keep", "cannot show its commits are in #9: pass --repo to compare them "
+                               "by patch-id")
+    assert seen[2] == ("close", "every commit is in #9")
+    assert seen[3][0] == "unrelated" and seen[3][1].endswith("(patches not compared: no --repo)")

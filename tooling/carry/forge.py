@@ -171,6 +171,7 @@ class Forge:
     _gh: Any = field(repr=False, default=None)
     max_wait: float = DEFAULT_MAX_WAIT
     log: Callable[[str], None] = field(repr=False, default=_stderr)
+    _repos: dict[str, Any] = field(repr=False, default_factory=dict)
 
     @classmethod
     def connect(cls, url: str, token: str, max_wait: float = DEFAULT_MAX_WAIT) -> Forge:
@@ -188,7 +189,11 @@ class Forge:
         return cls(url, gh, max_wait=max(0.0, max_wait))
 
     def _repo(self, full_name: str) -> Any:
-        return self._call(f"repository {full_name}", lambda: self._gh.get_repo(full_name))
+        """The repository, read once per run: a missing one fails on the first call."""
+        if full_name not in self._repos:
+            self._repos[full_name] = self._call(f"repository {full_name}",
+                                                lambda: self._gh.get_repo(full_name))
+        return self._repos[full_name]
 
     @contextmanager
     def _errors(self, what: str) -> Iterator[None]:

@@ -145,13 +145,18 @@ def test_include_origin_closes_the_origin_pr_too(gh: Server, fork: CommitBuilder
     (4, (), "#4 does not carry series demo"),
     (10, (), "#10 is closed without being merged: a closed PR supersedes nothing"),
     (7, (), "#7 is recorded as origin in the manifest of demo: it cannot supersede"),
+    (1, (), "#1 is recorded as superseded in the manifest of demo: it cannot supersede"),
     (9, ("--base", "release"), "#9 targets main, not --base release"),
 ])
 def test_by_must_be_an_open_or_merged_carry_pr(by: int, extra: tuple[str, ...], rule: str,
                                                gh: Server, fork: CommitBuilder,
-                                               seeded: dict[str, str]) -> None:
+                                               seeded: dict[str, str],
+                                               series_root: Path) -> None:
     gh.state.add_pull(FORK, 10, title="closed", body=MARK, head="x", head_sha="1" * 40,
                       base="main", user="bob", draft=False, state="closed")
+    s = seriesmod.find(series_root, "demo")  # #1 is carry's, like #643 it was superseded
+    s.manifest.provenance.append(seriesmod.Provenance(pr=f"{FORK}#1", role="superseded"))
+    seriesmod.save_manifest(s)
     r = run_carry(*[a for a in _args(fork, "--apply", *extra, by=by) if a != "--json"],
                   env=seeded)
     assert r.code == 2

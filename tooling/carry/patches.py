@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from carry import trailers
+from carry import mailsplit, trailers
 from carry.errors import CarryError
 from carry.git import GitError, Ident, RawCommit, mailinfo
 
@@ -78,7 +78,7 @@ def parse(number: int, file: str, data: bytes) -> Patch:
     origin = m.group(1).decode() if m else ""
     extra = _extra_headers(data[:head_end])
     try:
-        headers, body, diff = mailinfo(data)
+        headers, body, diff = split_mail(data)
     except GitError as exc:
         raise PatchError(f"{file}: git mailinfo cannot read it: {exc}") from None
     if not diff.strip():
@@ -117,7 +117,7 @@ def am_message(headers: dict[str, str], body: bytes) -> bytes:
 def render(commit: RawCommit, formatted: bytes) -> bytes:
     """Return the patch file for a commit: format-patch bytes, plus exact-value headers if the
     plain file would not give back this commit's author or message."""
-    headers, body, diff = mailinfo(formatted)
+    headers, body, diff = split_mail(formatted)
     extra: list[tuple[bytes, bytes]] = []
     if am_message(headers, body) != commit.message:
         extra.append((_HEADER_MESSAGE, commit.message))
@@ -136,6 +136,13 @@ def render(commit: RawCommit, formatted: bytes) -> bytes:
     head_end = formatted.index(b"\n\n")
     lines = b"".join(_fold(name, value) for name, value in extra)
     return formatted[:head_end + 1] + lines + formatted[head_end + 1 :]
+
+
+def split_mail(mail: bytes) -> tuple[dict[str, str], bytes, bytes]:
+    """(headers, message body, diff) as `git mailinfo -k` gives them: read in-process when
+    the mail is plain (`mailsplit.plain`), so that neither import nor apply starts a process
+    per patch for it; any other mail goes to git's own parser."""
+    return mailsplit.plain(mail) or mailinfo(mail)
 
 
 def _safe_body(formatted: bytes, diff: bytes) -> tuple[bytes, bytes]:

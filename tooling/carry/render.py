@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import sys
 from collections.abc import Callable
@@ -29,7 +30,10 @@ def emit_json(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
+@functools.cache
 def console() -> Any:
+    """One Console for the whole run: making one looks up the terminal and the environment,
+    which per printed line cost more than the line."""
     from rich.console import Console
 
     return Console(highlight=False, soft_wrap=True, markup=False)

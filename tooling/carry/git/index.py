@@ -13,6 +13,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from carry import scratch
+from carry.git import indexfile
 from carry.git.base import INDEX_PREFIX, GitError
 from carry.git.objects import Entry, Objects
 
@@ -89,6 +90,23 @@ class Index(Objects):
             self._run("apply", "--cached", "--whitespace=nowarn", "--allow-empty", "-",
                       input=diff, env=env)
             return before, self._index_entries(env)
+
+    def apply_entries(self, diff: bytes, before: Mapping[bytes, Entry]) -> dict[bytes, Entry]:
+        """The entries `git apply --cached` leaves in a small index of `before` (the entries
+        the patch reads, written in-process): one git process for the patch. An index git
+        writes in a form this reader does not take raises GitError."""
+        with self._temp_index() as env:
+            name = env["GIT_INDEX_FILE"]
+            with open(name, "wb") as fh:
+                fh.write(indexfile.encode(before))
+            self._run("-c", "core.splitIndex=false", "apply", "--cached", "--whitespace=nowarn",
+                      "--allow-empty", "-", input=diff, env=env)
+            with open(name, "rb") as fh:
+                try:
+                    return indexfile.decode(fh.read())
+                except indexfile.IndexFormatError as exc:
+                    raise GitError(f"git apply left an index carry does not read: {exc}"
+                                   ) from None
 
     def _index_entries(self, env: Mapping[str, str]) -> dict[bytes, Entry]:
         out = self._run("ls-files", "--stage", "-z", env=env).stdout

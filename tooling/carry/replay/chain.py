@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from carry import patches as patchmod
 from carry.errors import CarryError
 from carry.git import ANY, FROM_LINE, ApplyError, Entry, Ident, RawCommit, Repo
+from carry.replay.preimage import preimage
 from carry.series import Base, Series
 
 CACHE_PREFIX = "refs/carry/cache/"
@@ -137,11 +138,10 @@ def _sparse(repo: Repo, plist: Sequence[patchmod.Patch], base: str, committer: I
         if progress:
             progress(i, len(plist), patch.file)
         try:
-            before, after = repo.apply_sparse(patch.diff)
+            before, after = _apply_one(repo, tree, patch.diff)
         except CarryError:
             raise _NotExact from None
-        if any(repo.tree_lookup(tree, p) != e for p, e in before.items()) or any(
-                repo.tree_lookup(tree, p) is not None for p in after.keys() - before.keys()):
+        if any(repo.tree_lookup(tree, p) is not None for p in after.keys() - before.keys()):
             raise _NotExact
         changes: dict[bytes, Entry | None] = {p: None for p in before if p not in after}
         changes.update({p: e for p, e in after.items() if before.get(p) != e})
@@ -154,3 +154,25 @@ def _sparse(repo: Repo, plist: Sequence[patchmod.Patch], base: str, committer: I
                                    patch.encoding)
         out.append(parent)
     return out
+
+
+def _apply_one(repo: Repo, tree: str, diff: bytes) -> tuple[dict[bytes, Entry],
+                                                             dict[bytes, Entry]]:
+    """(before, after) of one patch on `tree`, for the paths it names. The entries it reads
+    come from its own `index` lines, checked against the tree in-process, so `git apply
+    --cached` on a small index is the one process; a diff whose lines do not say for sure
+    goes through `--build-fake-ancestor` (four processes)."""
+    expect = preimage(diff)
+    if expect is None:
+        before, after = repo.apply_sparse(diff)
+        if any(repo.tree_lookup(tree, p) != e for p, e in before.items()):
+            raise _NotExact
+        return before, after
+    before = {}
+    for path, (mode, sha) in expect.items():
+        have = repo.tree_lookup(tree, path)
+        if have is None or have[0] == b"40000" or mode not in (None, have[0]) or \
+                sha not in (None, have[1]):
+            raise _NotExact
+        before[path] = have
+    return before, repo.apply_entries(diff, before)

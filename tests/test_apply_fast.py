@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from carry import patches as patchmod
-from carry.git import Ident, Repo
-from carry.git import indexfile
+from carry.git import Ident, Repo, indexfile
 from carry.replay import chain
 from carry.replay.preimage import preimage
 from tests.conftest import UTIL, CommitBuilder, git

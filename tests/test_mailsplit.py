@@ -23,7 +23,8 @@ PIECES = [b"---", b"--- a", b"---x", b"--", b"diff -u", b"Index: x", b"From x", 
           b"--8<--", b"", b" ", b"\t", b"x ", b"Signed-off-by: A U Thor <author@example.com>",
           b"caf\xc3\xa9", b"=?UTF-8?q?x?=", b"a\rb", b"  two", b"Key: value", b"plain words"]
 _ascii = st.one_of(st.sampled_from(PIECES), st.from_regex(rb"\A[ -~]{0,12}\Z"))
-_line = st.one_of(_ascii, st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"").replace(b"\0", b"")))
+_line = st.one_of(_ascii, st.binary(max_size=12).map(
+    lambda b: b.replace(b"\n", b"").replace(b"\0", b"")))
 _value = st.one_of(st.sampled_from([b"A U Thor <author@example.com>", b"Thu, 3 Dec 2026 "
                                     b"08:02:56 +0100", b"[BugFix] a subject", b"x  y", b" x",
                                     b"\"Q, N\" <q@e.x>", b"=?UTF-8?q?x?=", b""]), _line)

@@ -31,7 +31,7 @@ def plain(mail: bytes) -> tuple[dict[str, str], bytes, bytes] | None:
     if headers is None:
         return None
     start = head_end + 2
-    pos, body_lines = start, []
+    pos, body_lines = start, list[bytes]()
     while True:
         nl = mail.find(b"\n", pos)
         if nl < 0:

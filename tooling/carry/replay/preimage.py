@@ -26,19 +26,21 @@ def preimage(diff: bytes) -> dict[bytes, Expect] | None:
         return None
     out: dict[bytes, Expect] = {}
     for section in re.split(rb"^(?=diff --git )", diff[start:], flags=re.M):
-        if not section:
-            continue
-        got = _section(section)
-        if got is False:
+        try:
+            got = _section(section) if section else None
+        except _Unsure:
             return None
         if got is not None:
-            path, expect = got
-            out.setdefault(path, expect)
+            out.setdefault(*got)
     return out
 
 
-def _section(section: bytes) -> tuple[bytes, Expect] | None | bool:
-    """(old path, expected entry), None for a new file, False when unsure."""
+class _Unsure(Exception):
+    """A section this reader cannot read for certain."""
+
+
+def _section(section: bytes) -> tuple[bytes, Expect] | None:
+    """(old path, expected entry), None for a new file; raises _Unsure."""
     lines = section.split(b"\n")
     head: dict[bytes, bytes] = {}
     index = None
@@ -49,7 +51,7 @@ def _section(section: bytes) -> tuple[bytes, Expect] | None | bool:
             index = m
             continue
         if line.startswith(b"index "):
-            return False  # abbreviated ids: only git can resolve them
+            raise _Unsure  # abbreviated ids: only git can resolve them
         for key in (b"old mode ", b"deleted file mode ", b"new file mode ", b"rename from ",
                     b"copy from ", b"--- "):
             if line.startswith(key):
@@ -66,10 +68,10 @@ def _section(section: bytes) -> tuple[bytes, Expect] | None | bool:
     mode = head.get(b"old mode ") or head.get(b"deleted file mode ") or (
         index.group(3) if index else None)
     if not path:
-        return False
+        raise _Unsure
     sha = index.group(1).decode() if index else None
     if sha == _NULL:
-        return False
+        raise _Unsure
     return path, (mode, sha)
 
 

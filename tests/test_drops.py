@@ -115,6 +115,23 @@ def test_provenance_squash_merge_drops_mapped_patches(upstream: CommitBuilder,
     assert git(upstream.path, "show", f"{res.head}:src/util.py") == util(h2=23, h6=67).strip()
 
 
+def test_a_pr_number_matches_only_prs_of_the_upstream_repository(
+        upstream: CommitBuilder, make_series: MakeSeries) -> None:
+    """`(#123)` at the end of an upstream subject names upstream's PR #123, not the fork's:
+    provenance for `my-fork/vllm#123` must not drop anything on it (F8 #11)."""
+    from carry.series import Repository
+
+    _series(upstream, ["Keep state below boundary"], [{"src/util.py": util(h2=22)}])
+    upstream.commit("[BugFix] Something else entirely (#123)", {"README": "other\n"})
+    up = Repository(repo="vllm-project/vllm")
+    fork_pr = make_series(upstream, "feature", upstream=up,
+                          provenance=[_provenance(pr="my-fork/vllm#123", patches=[1])])
+    assert _status(_replay(fork_pr, upstream)) == ["applied"]
+    ours = make_series(upstream, "feature", name="demo2", upstream=up,
+                       provenance=[_provenance(pr="vllm-project/vllm#123", patches=[1])])
+    assert _status(_replay(ours, upstream)) == ["dropped"]
+
+
 def test_provenance_merge_commit_and_merged_as(upstream: CommitBuilder,
                                                make_series: MakeSeries) -> None:
     _series(upstream, ["A", "B"], [{"src/util.py": util(h1=11)},

@@ -203,6 +203,56 @@ def test_state_of_another_version_is_refused(stopped: dict[str, Any]) -> None:
     assert res.code == 2 and "has version 99" in res.err
 
 
+def _damage(state: dict[str, Any]) -> dict[str, Any]:
+    """Eight ways a state file goes wrong, each a dict to write (or text, under "raw")."""
+    head = state["head"]
+    return {
+        "unknown phase": {**state, "phase": "finalising"},
+        "head not a commit name": {**state, "head": "HEAD~1"},
+        "position past the end": {**state, "position": 99},
+        "branch a tag": {**state, "branch": "refs/tags/v1.0"},
+        "patch with an unknown status": {**state, "patches": [
+            {**p, "status": "half"} for p in state["patches"]]},
+        "patch entry not an object": {**state, "patches": ["0001"]},
+        "field of the wrong type": {**state, "refresh": "yes", "head": head},
+        "not JSON": {"raw": '{"version": 2, "phase": "confl'},
+    }
+
+
+@pytest.mark.parametrize("kind", ["unknown phase", "head not a commit name",
+                                  "position past the end", "branch a tag",
+                                  "patch with an unknown status", "patch entry not an object",
+                                  "field of the wrong type", "not JSON"])
+def test_a_damaged_state_is_refused_by_continue_and_abort(stopped: dict[str, Any],
+                                                          kind: str) -> None:
+    """A state that does not validate field by field is never acted on: --continue and
+    --abort both say so in one line (exit 2), and no ref moves."""
+    up: CommitBuilder = stopped["up"]
+    assert run_carry(*stopped["args"], "--onto", "main").code == 1
+    path = up.path / ".git/carry/rebase/demo/main.json"
+    bad = _damage(json.loads(path.read_text()))[kind]
+    path.write_text(bad["raw"] if "raw" in bad else json.dumps(bad))
+    refs = git(up.path, "for-each-ref")
+    for action in ("--continue", "--abort", "--skip"):
+        res = run_carry(*stopped["args"], action)
+        assert res.code == 2, (kind, action, res.out, res.err)
+        assert len(res.err.strip().splitlines()) == 1 and "Traceback" not in res.err
+        assert "rebase state" in res.err and str(path) in res.err
+        assert git(up.path, "for-each-ref") == refs
+
+
+def test_two_targets_under_one_name_are_refused(stopped: dict[str, Any]) -> None:
+    up: CommitBuilder = stopped["up"]
+    git(up.path, "branch", "rel/1.0", "main~1")
+    git(up.path, "branch", "rel-1.0", "main")
+    refs = git(up.path, "for-each-ref")
+    res = run_carry(*stopped["args"], "--onto", "rel/1.0", "--onto", "rel-1.0")
+    assert res.code == 2 and "would share the name 'rel-1.0'" in res.err
+    assert git(up.path, "for-each-ref") == refs
+    same = run_carry(*stopped["args"], "--onto", "main", "--onto", "main", "--dry-run", "--json")
+    assert same.code == 1 and len(json.loads(same.out)) == 1  # one target given twice
+
+
 # -- kill -9 ----------------------------------------------------------------------------------
 
 

@@ -44,10 +44,14 @@ def find_drops(repo: Repo, carried: Sequence[Carried], base: str, target: str,
     """The patches the target already has, each with its reason, decided before any replay.
 
     The patch-id search (git's own, over the whole range) and the message search run at the
-    same time; only the few commits they mark are read any further.
+    same time; only the few commits they mark are read any further. A `(#N)` or a "Merge
+    pull request #N" upstream names a PR of `upstream_repo`, so provenance for another
+    repository's PR #N never matches it that way (a recorded `merged_as` still does).
     """
     if not carried:
         return {}
+    provenance = [p for p in provenance if p.role not in EQUIVALENT_ROLES or p.merged_as
+                  or _in_repo(p.pr, upstream_repo)]
     needles = _needles(carried, provenance)
     marked, hits = _search(repo, carried[-1].commit.sha, base, target, needles, remember)
     drops: dict[int, Drop] = {}

@@ -56,9 +56,10 @@ def resolve(series: Series, repo: Repo, onto: Sequence[str],
         if twin is None:
             seen[r.slug] = r
             unique.append(r)
-        elif twin.name != r.name:
-            raise CarryError(f"targets {twin.name!r} and {r.name!r} would share the name "
-                             f"{r.slug!r} for their branch and state", hint="give one of them")
+        elif twin != r:  # the same target twice is harmless; two under one name are not
+            raise CarryError(f"targets {twin.name!r} ({twin.ref}) and {r.name!r} ({r.ref}) "
+                             f"would share the name {r.slug!r} for their branch and state",
+                             hint="give one of them")
     return unique
 
 

@@ -34,7 +34,10 @@ def _series_bytes(root: Path) -> dict[str, str]:
         rel = p.relative_to(root)
         if p.is_file() and not any(part.endswith(_SKIP) or part.startswith(".") and ".new-" in part
                                    for part in rel.parts):  # nor a killed run's scratch
-            out[str(rel)] = hashlib.sha256(p.read_bytes()).hexdigest()
+            data = p.read_bytes()
+            if p.suffix == ".patch":  # `From <sha>` names the rebased commit, whose committer
+                data = data.split(b"\n", 1)[1]  # date is the run's: the rest must be equal
+            out[str(rel)] = hashlib.sha256(data).hexdigest()
     return out
 
 
@@ -93,7 +96,11 @@ class Campaign:
             seen["killed"] += code == -signal.SIGKILL
             settle()
             now = self.state()
-            assert now in (old, new), f"kill {i}: a mix of old and new (exit {code})"
+            assert now in (old, new), f"kill {i}: a mix of old and new (exit {code}): " + str(
+                [(k, v) for k, v in {**now[0], **now[1]}.items()
+                 if v not in ({**old[0], **old[1]}.get(k), {**new[0], **new[1]}.get(k))]
+                + [k for k in {**old[0], **old[1], **new[0], **new[1]}
+                   if k not in {**now[0], **now[1]}])
             seen["old" if now == old else "new"] += 1
         assert seen["killed"], "no run was killed mid-way"
         return seen

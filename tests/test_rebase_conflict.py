@@ -333,5 +333,5 @@ def test_kill_minus_9_then_abort_leaves_repo_identical(long_series: dict[str, An
 
 @pytest.mark.slow
 def test_kill_minus_9_many_moments(long_series: dict[str, Any]) -> None:
-    _kill_and_abort(long_series, kills=25, seed=7,
-                    continue_delays=tuple(0.05 * i for i in range(1, 12)))
+    _kill_and_abort(long_series, kills=50, seed=7,
+                    continue_delays=tuple(0.012 * i for i in range(1, 51)))

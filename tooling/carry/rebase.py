@@ -118,8 +118,22 @@ def _replay_all(series: Series, repo: Repo, base: str, carried: list[Carried],
     if workers < 2:
         return [_replay_one(job) for job in jobs]
     ctx = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_die_with_parent,
+                             initargs=(os.getpid(),)) as pool:
         return list(pool.map(_replay_one, jobs))
+
+
+def _die_with_parent(parent: int) -> None:
+    """A worker shares its parent's open files, the series lock among them: when a `kill -9`
+    ends the parent, the worker must end too, or the lock outlives the run."""
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the call above
+        os._exit(1)
 
 
 def _replay_one(job: tuple[Series, Path, str, list[Carried], ResolvedTarget, Ident]

@@ -25,6 +25,7 @@ class StoppedRebase:
     series: str
     target: str
     series_root: str = ""
+    phase: str = ""
 
 
 def main_checkout(repo: Repo) -> Repo:
@@ -43,7 +44,8 @@ def stopped(repo: Repo) -> list[StoppedRebase]:
 
     top = repo.carry_dir() / "rebase"
     names = sorted(d.name for d in top.iterdir() if d.is_dir()) if top.is_dir() else []
-    return [StoppedRebase(name, s["target"]["name"], str(Path(s.get("series_root", "")).parent))
+    return [StoppedRebase(name, s["target"]["name"], str(Path(s.get("series_root", "")).parent),
+                          s["phase"])
             for name in names for s in rebase.in_progress(repo, name)]
 
 
@@ -61,8 +63,9 @@ def command(repo: Repo, series_root: str, action: str, name: str = "", target: s
 
 
 def choose(repo: Repo, name: str | None, targets: list[str], action: str) -> StoppedRebase:
-    """The rebase to resume: NAME's, or the only one stopped. Several stopped rebases (of one
-    series or of several) and no --target: refuse, listing the command for each."""
+    """The rebase to resume: NAME's, or the only one stopped. Several stopped rebases and no
+    --target: refuse, listing the command for each; but `--abort` of one interrupted finish
+    over several targets undoes them all."""
     every = stopped(repo)
     if name and targets:
         root = next((s.series_root for s in every if s.series == name), "")
@@ -77,6 +80,11 @@ def choose(repo: Repo, name: str | None, targets: list[str], action: str) -> Sto
         raise CarryError(f"no carry rebase {where}is in progress in {repo.path}")
     if len(mine) == 1:
         return mine[0]
+    if action == "--abort" and len({s.series for s in mine}) == 1 and all(
+            s.phase == "finishing" for s in mine):
+        # one run killed while it moved its targets' branches in one transaction: undone as
+        # a whole, or one branch would stay moved and the other not
+        return StoppedRebase(mine[0].series, "", mine[0].series_root)
     options = "; ".join(command(repo, s.series_root, action, s.series, s.target) for s in mine)
     raise CarryError(f"{len(mine)} carry rebases are stopped in {repo.path}; say which: "
                      f"{options}")

@@ -289,3 +289,47 @@ def test_the_whole_job_closes_the_loop_too(site: Site) -> None:
         "issue", "opened", "release", "v3")
     (issue,) = site.gh.state.repos[FORK].issues.values()
     assert tracking.matches(issue.body, "good", "release") is not None
+
+
+ME = ("-c", "user.name=A U Thor", "-c", "user.email=author@example.com")
+
+
+def test_keep_series_pushes_the_refreshed_versions_back(tmp_path: Path) -> None:
+    """ci/keep-series.sh: the loop's new series version (files and tag) reaches the branch the
+    workflow runs on, after one rebase when that branch moved meanwhile; a dry run and an
+    unchanged series/ push nothing."""
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    work, other = tmp_path / "work", tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(origin), str(work))
+    (work / "series" / "demo").mkdir(parents=True)
+    (work / "series" / "demo" / "series.toml").write_text("version = 1\n")
+    git(work, "add", "-A")
+    git(work, *ME, "commit", "-q", "-m", "v1")
+    git(work, "push", "-q", "origin", "HEAD:main")
+    git(tmp_path, "clone", "-q", str(origin), str(other))
+    (other / "README").write_text("moved on\n")
+    git(other, "add", "-A")
+    git(other, *ME, "commit", "-q", "-m", "someone else")
+    git(other, "push", "-q", "origin", "HEAD:main")  # main moves under the loop
+    script = str(CI / "keep-series.sh")
+    env = {**os.environ, "GITHUB_REF_NAME": "main"}
+
+    def keep(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", script, *args], cwd=work, env=env, capture_output=True,
+                              text=True)
+
+    assert keep().stdout.strip() == "keep-series: series/ unchanged"
+    (work / "series" / "demo" / "series.toml").write_text("version = 2\n")
+    git(work, "tag", "series/demo/v2", "HEAD^{tree}")
+    before = git(origin, "rev-parse", "main")
+    dry = keep("--dry-run")
+    assert dry.returncode == 0 and "series/demo/series.toml" in dry.stdout
+    assert git(origin, "rev-parse", "main") == before
+    done = keep()
+    assert done.returncode == 0 and "pushed" in done.stdout, done.stderr
+    assert git(origin, "show", "main:series/demo/series.toml") == "version = 2"
+    assert git(origin, "log", "-1", "--format=%s", "main") == \
+        "series: refreshed by the carry CI loop"
+    assert git(origin, "show", "main:README") == "moved on"  # the other change is kept
+    assert git(origin, "tag", "--list", "series/*") == "series/demo/v2"

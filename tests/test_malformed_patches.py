@@ -88,3 +88,21 @@ def test_an_index_line_without_its_hunk_is_refused(demo: tuple[CommitBuilder, Pa
                   "new", "--series-dir", str(root))
     _assert_refused(r, "README", "index line promises a change")
     assert git(repo.path, "branch", "--list", "new") == ""
+
+
+def test_a_file_that_becomes_a_symlink_imports_and_applies(upstream: CommitBuilder,
+                                                           series_root: Path) -> None:
+    """git writes a type change as two sections under one diffstat line: not malformed."""
+    git(upstream.path, "checkout", "-q", "-b", "linked", "base")
+    (upstream.path / "src" / "core.py").unlink()
+    (upstream.path / "src" / "core.py").symlink_to("util.py")
+    git(upstream.path, "add", "-A")
+    git(upstream.path, "commit", "-q", "-m", "core becomes a link")
+    r = run_carry("import", "link", "--repo", str(upstream.path), "--range", "base..linked",
+                  "--series-dir", str(series_root))
+    assert r.code == 0, r.err
+    a = run_carry("apply", "link", "--repo", str(upstream.path), "--onto", "base", "--branch",
+                  "relinked", "--series-dir", str(series_root))
+    assert a.code == 0, a.err
+    assert git(upstream.path, "rev-parse", "relinked^{tree}") == git(
+        upstream.path, "rev-parse", "linked^{tree}")

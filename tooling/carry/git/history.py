@@ -13,7 +13,7 @@ from pathlib import Path
 
 from carry.errors import CarryError
 from carry.git.base import STABLE_CONFIG, GitError, LogEntry, MergeResult, RawCommit, complaint
-from carry.git.objects import Objects
+from carry.git.objects import Entry, Objects
 
 FROM_LINE = re.compile(rb"^From ([0-9a-f]{40}) Mon Sep 17 00:00:00 2001$", re.M)
 
@@ -153,6 +153,29 @@ class History(Objects):
         graft = self.write_commit(onto_tree, commit.parents[:1], b"carry graft\n",
                                   commit.author, commit.author)
         return self.merge_tree(graft, commit.sha)
+
+    def commit_changes(self, commits: Sequence[str]
+                       ) -> dict[str, dict[bytes, tuple[Entry | None, Entry | None]]]:
+        """Each commit's changed entries against its first parent, (old, new) with None for
+        absent, for many commits in one `git diff-tree --stdin`: what the replay needs to
+        batch patches, without reading a tree per commit."""
+        if not commits:
+            return {}
+        out = self._run("diff-tree", "-r", "-z", "--no-renames", "--stdin",
+                        input=("\n".join(commits) + "\n").encode()).stdout
+        found: dict[str, dict[bytes, tuple[Entry | None, Entry | None]]] = {}
+        current: dict[bytes, tuple[Entry | None, Entry | None]] = {}
+        tokens = iter(out.split(b"\0"))
+        for token in tokens:
+            token = token.strip(b"\n")
+            if token.startswith(b":"):
+                old_mode, new_mode, old_sha, new_sha, _ = token[1:].split(b" ")
+                current[next(tokens)] = (
+                    None if old_mode == b"000000" else (old_mode, old_sha.decode()),
+                    None if new_mode == b"000000" else (new_mode, new_sha.decode()))
+            elif len(token) == 40:
+                current = found.setdefault(token.decode(), {})
+        return found
 
     def changed_files(self, a: str, b: str, deleted: bool = False) -> list[str]:
         """The paths `b` changes against `a`; without `deleted`, only those that still exist

@@ -104,7 +104,9 @@ def run_steps(repo: Repo, steps: list[PatchResult], head: str, committer: Ident,
     head_tree = repo.read_commit(head).tree
     planned: dict[int, str] = {}
     unbatched: set[int] = set()
-    changes: dict[int, Changes] = {}
+    pending = {i: step.source for i, step in enumerate(steps) if step.status == "pending"}
+    known = repo.commit_changes(list(pending.values())) if batch and len(pending) > 1 else {}
+    changes: dict[int, Changes] = {i: known[sha] for i, sha in pending.items() if sha in known}
     for i, step in enumerate(steps):
         if step.status != "pending":
             continue

@@ -190,12 +190,15 @@ git log --format='%h %an <%ae> %ad%n    %s%n%w(0,4,4)%(trailers:only)' --date=is
 [ "$(git log -1 --format='%cn' carried)" = "C O Mitter" ] || fail "committer"
 [ "$(git symbolic-ref --short HEAD)" = main ] && [ -z "$(git status --porcelain)" ] \
   || fail "worktree touched"
-if carry apply demo --repo "$work/upstream" --onto v1.0 --branch carried 2>/dev/null; then
-  fail "apply moved an existing branch without --force"
+carry apply demo --repo "$work/upstream" --onto v1.0 --branch carried >/dev/null \
+  || fail "apply refused to move the branch it wrote itself"
+git branch -q someones-work v1.0
+if carry apply demo --repo "$work/upstream" --onto v1.0 --branch someones-work 2>/dev/null; then
+  fail "apply moved a branch carry did not write, without --force"
 fi
 
 step "upstream moves: v1.1 squash-merges patches 1-2 as #123 and renames a hook id"
-git checkout -q main && git branch -q -D carried fork-dev
+git checkout -q main && git branch -q -D carried fork-dev someones-work
 commit "A U Thor" author@example.com "Keep the state below each boundary (#123)" \
   vllm/core/cache.py <<'PY'
 def boundaries(n):

@@ -141,7 +141,7 @@ def test_every_patch_accounted_for_and_identities_survive(patches: list[PatchSpe
             assert res.status == "conflict" and statuses.count("conflict") == 1
             stop = statuses.index("conflict")
             assert set(statuses[:stop]) <= {"applied", "dropped"}
-            assert set(statuses[stop + 1:]) <= {"pending", "dropped"}
+            assert set(statuses[stop + 1:]) <= {"pending", "dropped", "would-conflict"}
             assert res.conflict is not None and res.conflict.paths
         parent = res.onto
         for p, sha in zip(res.patches, originals, strict=True):

@@ -10,7 +10,12 @@ with `--engine local`, and with `--engine podman` when CARRY_TEST_IMAGE names an
 (ci/container/build-test-image.sh prints one) and podman works. One warm-up run first, so
 pre-commit's own environment cache is warm and "cold" means carry's cache only.
 
+--pad N puts N more files into the onto commit (a release `v2pad` on top of v2), to show
+what the repository's size costs: a cold run replays and checks out all of them, a cached
+run is found before any replay and should not move.
+
 Usage: python bench/bench_validate.py [--repeat 5] [--engine local --engine podman] [--json]
+       python bench/bench_validate.py --engine local --pad 100000 --repeat 3
 """
 
 from __future__ import annotations
@@ -53,7 +58,20 @@ def podman_image() -> str | None:
     return ref if ok == 0 else None
 
 
-def bench(engine: str, root: Path, repeat: int) -> dict[str, object]:
+def pad(repo: Path, files: int) -> str:
+    """Tag `v2pad`: v2 plus `files` small files, written by one `git fast-import`."""
+    parts = [b"commit refs/tags/v2pad\ncommitter Bench <bench@example.com> 1700000000 +0000\n"
+             b"data 4\npad\nfrom refs/tags/v2\n"]
+    for i in range(files):
+        body = b"pad %d\n" % i
+        parts.append(b"M 100644 inline pad/d%04d/f%03d.txt\ndata %d\n%s\n"
+                     % (i // 100, i % 100, len(body), body))
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input=b"".join(parts) + b"\n",
+                   check=True)
+    return "v2pad"
+
+
+def bench(engine: str, root: Path, repeat: int, files: int = 0) -> dict[str, object]:
     import synthetic
 
     up = synthetic.upstream_project(root / f"calc-{engine}")
@@ -64,7 +82,8 @@ def bench(engine: str, root: Path, repeat: int) -> dict[str, object]:
     python = "/opt/venv/bin/python" if engine == "podman" else sys.executable
     synthetic.import_series(series, up.path, "fix", "fix", python, image=image or "",
                             requirements=[synthetic.WHEEL] if engine == "podman" else [])
-    cmd = ("validate", "fix", "--repo", str(up.path), "--onto", "v2", "--engine", engine,
+    onto = pad(up.path, files) if files else "v2"
+    cmd = ("validate", "fix", "--repo", str(up.path), "--onto", onto, "--engine", engine,
            "--series-dir", str(series))
     carry(*cmd, "--no-cache")  # warm-up: pre-commit's environment cache, page cache
     cold = [carry(*cmd, "--no-cache")[1] for _ in range(repeat)]
@@ -82,17 +101,19 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--engine", action="append", choices=["local", "podman"])
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--pad", type=int, default=0, help="files added to the onto commit")
     args = ap.parse_args()
     engines = args.engine or ["local", "podman"]
     os.environ.update(ENV)
     with tempfile.TemporaryDirectory(prefix="carry-bench-validate-") as tmp:
         os.environ["HOME"] = str(Path(tmp) / "home")  # a private pre-commit cache
         Path(os.environ["HOME"]).mkdir()
-        rows = [bench(e, Path(tmp), args.repeat) for e in engines]
+        rows = [bench(e, Path(tmp), args.repeat, args.pad) for e in engines]
     if args.json:
         print(json.dumps(rows, indent=2))
         return
-    print(f"# carry validate, synthetic upstream (3 suites, 10 tests, 3 hooks), "
+    print(f"# carry validate, synthetic upstream (3 suites, 10 tests, 3 hooks) + {args.pad} "
+          "files, "
           f"{os.cpu_count()} CPUs; medians of {args.repeat} cold runs and "
           f"{max(args.repeat, 5)} cached runs")
     print(f"{'engine':8} {'cold (--no-cache)':>18} {'cached':>10}")
@@ -100,7 +121,8 @@ def main() -> None:
         if "skipped" in r:
             print(f"{r['engine']:8} skipped: {r['skipped']}")
             continue
-        print(f"{r['engine']:8} {r['cold_median_s']:>17.2f}s {r['cached_median_s']:>9.2f}s")
+        print(f"{r['engine']:8} {r['cold_median_s']:>17.2f}s {r['cached_median_s']:>9.3f}s "
+              f"(cached min {r['cached_min_s']:.3f}s)")
 
 
 if __name__ == "__main__":

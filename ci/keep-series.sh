@@ -9,7 +9,8 @@ if [ "${1:-}" = "--dry-run" ]; then
   git status --porcelain -- series/
   exit 0
 fi
-if [ -z "$(git status --porcelain -- series/)" ]; then
+git add -A -- series/ ':!series/.*.lock'  # new and removed patch files too; never a lock file
+if git diff --cached --quiet -- series/; then
   echo "keep-series: series/ unchanged"
   exit 0
 fi

@@ -321,6 +321,8 @@ def test_keep_series_pushes_the_refreshed_versions_back(tmp_path: Path) -> None:
 
     assert keep().stdout.strip() == "keep-series: series/ unchanged"
     (work / "series" / "demo" / "series.toml").write_text("version = 2\n")
+    (work / "series" / "demo" / "0002-new.patch").write_text("From x\n")
+    (work / "series" / ".demo.lock").write_text("")  # the refresh's flock file: not content
     git(work, "tag", "series/demo/v2", "HEAD^{tree}")
     before = git(origin, "rev-parse", "main")
     dry = keep("--dry-run")
@@ -333,3 +335,5 @@ def test_keep_series_pushes_the_refreshed_versions_back(tmp_path: Path) -> None:
         "series: refreshed by the carry CI loop"
     assert git(origin, "show", "main:README") == "moved on"  # the other change is kept
     assert git(origin, "tag", "--list", "series/*") == "series/demo/v2"
+    assert git(origin, "ls-tree", "-r", "--name-only", "main", "series/").split() == [
+        "series/demo/0002-new.patch", "series/demo/series.toml"]

@@ -134,8 +134,8 @@ def import_series(root: Path, repo: Path) -> Path:
     return series_root
 
 
-def timed(fn: Callable[[], object], repeat: int, setup: Callable[[], object] | None = None
-          ) -> float:
+def timings(fn: Callable[[], object], repeat: int,
+            setup: Callable[[], object] | None = None) -> list[float]:
     times = []
     for _ in range(repeat):
         if setup:
@@ -143,7 +143,12 @@ def timed(fn: Callable[[], object], repeat: int, setup: Callable[[], object] | N
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return times
+
+
+def timed(fn: Callable[[], object], repeat: int, setup: Callable[[], object] | None = None
+          ) -> float:
+    return statistics.median(timings(fn, repeat, setup))
 
 
 def lower_bound(repo: Path, onto: str) -> str:

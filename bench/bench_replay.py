@@ -34,12 +34,18 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_rebase import ENV, Stream, content, git, import_series, path_of  # noqa: E402
+from bench_rebase import (  # noqa: E402
+    ENV,
+    Stream,
+    content,
+    git,
+    import_series,
+    path_of,
+)
+from bench_rebase import timings as timed  # noqa: E402
 
 
 def generate(root: Path, files: int, patches: int, upstream: int, layout: str) -> Path:
@@ -74,18 +80,6 @@ def generate(root: Path, files: int, patches: int, upstream: int, layout: str) -
     git(repo, "repack", "-adq")
     git(repo, "reset", "-q", "--hard", "main")
     return repo
-
-
-def timed(fn: Callable[[], object], repeat: int,
-          setup: Callable[[], object] | None = None) -> list[float]:
-    times = []
-    for _ in range(repeat):
-        if setup:
-            setup()
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return times
 
 
 def fmt(times: list[float]) -> str:

@@ -140,6 +140,20 @@ def run_carry(*args: str, cwd: Path | None = None, env: dict[str, str] | None = 
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
+def kill_after(args: tuple[str, ...], delay: float) -> int:
+    """Start `carry ARGS`, SIGKILL it after `delay` seconds if it still runs; its exit code
+    (-9 when the kill caught it mid-way)."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "carry", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=dict(os.environ))
+    time.sleep(delay)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+    return proc.wait()
+
+
 @pytest.fixture
 def upstream(tmp_path: Path) -> CommitBuilder:
     """An upstream project with a little history, tagged `base`."""

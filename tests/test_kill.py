@@ -10,11 +10,8 @@ The default tier kills each command a few times; the slow tier 50 times each.
 from __future__ import annotations
 
 import hashlib
-import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry, util
+from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, kill_after, run_carry, util
 
 MakeSeries = Callable[..., Any]
 _SKIP = (".lock", ".versions")  # lock files and kept old versions are not the series' content
@@ -48,15 +45,6 @@ def _branches(repo: Path) -> dict[str, str]:
                "refs/heads", "refs/tags").splitlines()
     return {ref: git(repo, "rev-parse", f"{sha}^{{tree}}")
             for ref, sha in (r.split() for r in rows)}
-
-
-def _kill_after(args: tuple[str, ...], delay: float) -> int:
-    proc = subprocess.Popen([sys.executable, "-m", "carry", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=dict(os.environ))
-    time.sleep(delay)
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGKILL)
-    return proc.wait()
 
 
 def _timed(args: tuple[str, ...]) -> float:
@@ -92,7 +80,7 @@ class Campaign:
             for ref in git(self.repo, "for-each-ref", "--format=%(refname)",
                            "refs/carry/cache/").split():
                 git(self.repo, "update-ref", "-d", ref)  # every run builds its chain again
-            code = _kill_after(args, full * 1.2 * (i + self.rng.random()) / self.kills)
+            code = kill_after(args, full * 1.2 * (i + self.rng.random()) / self.kills)
             seen["killed"] += code == -signal.SIGKILL
             settle()
             now = self.state()

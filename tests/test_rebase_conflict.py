@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +15,7 @@ from typing import Any
 import pytest
 
 from carry import series as seriesmod
-from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry, util
+from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, kill_after, run_carry, util
 
 MakeSeries = Callable[..., Any]
 
@@ -275,15 +272,6 @@ def long_series(upstream: CommitBuilder, make_series: MakeSeries,
                                      "--series-dir", str(series_root))}
 
 
-def _kill_after(args: tuple[str, ...], delay: float) -> int | None:
-    proc = subprocess.Popen([sys.executable, "-m", "carry", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=dict(os.environ))
-    time.sleep(delay)
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGKILL)
-    return proc.wait()
-
-
 def _kill_and_abort(ctx: dict[str, Any], kills: int, seed: int,
                     continue_delays: tuple[float, ...]) -> None:
     up: CommitBuilder = ctx["up"]
@@ -300,7 +288,7 @@ def _kill_and_abort(ctx: dict[str, Any], kills: int, seed: int,
                        "refs/carry/cache/").split():
             git(up.path, "update-ref", "-d", ref)  # make every run build its chain again
         delay = full * (i + rng.random()) / kills
-        code = _kill_after((*ctx["args"], "--onto", "main"), delay)
+        code = kill_after((*ctx["args"], "--onto", "main"), delay)
         outcomes.add(code)
         abort = run_carry(*ctx["args"], "--abort")
         assert abort.code in (0, 2), abort.err  # 2: killed before any state was written
@@ -315,7 +303,7 @@ def _kill_and_abort(ctx: dict[str, Any], kills: int, seed: int,
         assert run_carry(*ctx["args"], "--onto", "main").code == 1
         state = json.loads((up.path / ".git/carry/rebase/demo/main.json").read_text())
         (Path(state["worktree"]) / "src/util.py").write_text(util(h10=1000))
-        _kill_after((*ctx["args"], "--continue"), delay)
+        kill_after((*ctx["args"], "--continue"), delay)
         abort = run_carry(*ctx["args"], "--abort")
         if abort.code == 2:  # the kill came after the rebase had finished: a whole result
             assert git(up.path, "rev-list", "--count", "main..carry/demo/main") == "24"

@@ -301,7 +301,7 @@ def resume(series: Series, repo: Repo, action: str,
                   Replayed(result, stop, paths, head))
             return [result]
         result.status, result.head = "applied", head
-        path.unlink(missing_ok=True)
+        # the finishing state replaces this one in place: a kill in between keeps the work
         _finish(series, repo, [(t, result)], {t.slug: branch}, bool(state["refresh"]))
         return [result]
     # finishing: a kill came after the state was written; the branch may have moved, and
@@ -362,9 +362,8 @@ def _refresh(series: Series, repo: Repo, result: TargetResult,
              for step in result.patches if step.status == "applied"}
     m = series.manifest
     m.base = seriesmod.Base(ref=target.ref, commit=result.onto)
-    version = versions.write_next(series.root, m, files, changelog_line(result))
-    fresh = seriesmod.load(series.root)
-    return {"version": version, "tag": versions.tag(fresh) or "", "files": sorted(files)}
+    version, kept = versions.write_next(series.root, m, files, changelog_line(result))
+    return {"version": version, "tag": kept, "files": sorted(files)}
 
 
 def changelog_line(result: TargetResult) -> str:

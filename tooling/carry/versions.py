@@ -136,10 +136,11 @@ def _read_outside_git(series: Series, version: str, number: int) -> Snapshot:
 
 
 def write_next(root: Path, manifest: Manifest, files: dict[str, bytes], summary: str,
-               today: str | None = None) -> int:
+               today: str | None = None) -> tuple[int, str]:
     """The one way a new version of a series is made, by import and by refresh alike: the
     version before it is tagged (so range-diff can reach it), the number goes up by one with
-    one changelog line, the directory is swapped in atomically, and the new version tagged."""
+    one changelog line, the directory is swapped in atomically, and the new version tagged.
+    Returns the version and its tag ("" when there is nowhere to keep one)."""
     from carry.series import find, write_series
 
     if (root / MANIFEST).exists():
@@ -149,9 +150,10 @@ def write_next(root: Path, manifest: Manifest, files: dict[str, bytes], summary:
     date = today or dt.datetime.now(dt.UTC).date().isoformat()
     manifest.changelog.append(ChangelogEntry(manifest.version, date, summary))
     write_series(root, manifest, files)
+    kept = ""
     with contextlib.suppress(CarryError):
-        tag(find(root.parent, root.name))
-    return manifest.version
+        kept = tag(find(root.parent, root.name)) or ""
+    return manifest.version, kept
 
 
 def restore(series: Series, version: int) -> bool:

@@ -7,10 +7,13 @@ series' files, so the replay does real three-way merges. Then it times, on the s
 - carry rebase (the CLI, as a user runs it), with a warm chain cache and with a cold one;
 - the merge-tree lower bound: a plain plumbing loop (commit-tree graft, merge-tree,
   commit-tree per patch; facts.md's 2.39 recipe) with the series already as commits;
-- `git rebase --onto` in an existing worktree, and `git worktree add` + `git am -3` of the
-  series' patch files in a fresh worktree.
+- `git rebase --onto` in an existing worktree, and `git am -3` of the series' patch files both
+  in an existing worktree and in a fresh one (`git worktree add` timed with it).
 
-Usage: python bench/bench_rebase.py [--files 100000 --patches 50 --upstream 500 --repeat 3]
+Min, median and max of --repeat runs each. Before it prints, it checks that the tree after every
+commit is the same in carry's branch, the lower bound's chain, git rebase's and git am's.
+
+Usage: python bench/bench_rebase.py [--files 100000 --patches 50 --upstream 500 --repeat 5]
 Quick: python bench/bench_rebase.py --files 5000 --patches 10 --upstream 50 --repeat 1
 """
 
@@ -146,11 +149,6 @@ def timings(fn: Callable[[], object], repeat: int,
     return times
 
 
-def timed(fn: Callable[[], object], repeat: int, setup: Callable[[], object] | None = None
-          ) -> float:
-    return statistics.median(timings(fn, repeat, setup))
-
-
 def lower_bound(repo: Path, onto: str) -> str:
     """The plain plumbing loop: three git processes per patch, nothing else."""
     log = git(repo, "log", "--reverse", "--format=%H %P", "base..series").splitlines()
@@ -185,7 +183,7 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=100_000)
     ap.add_argument("--patches", type=int, default=50)
     ap.add_argument("--upstream", type=int, default=500)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--keep", type=Path, help="build in this directory and keep it")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="carry-bench-"))
@@ -194,6 +192,15 @@ def main() -> None:
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def trees(repo: Path, since: str, head: str) -> list[str]:
+    """The tree after every commit of since..head, oldest first: what the outputs must share."""
+    return git(repo, "log", "--reverse", "--format=%T", f"{since}..{head}").split()
+
+
+def spread(xs: list[float]) -> str:
+    return f"{min(xs):8.3f} {statistics.median(xs):8.3f} {max(xs):8.3f}"
 
 
 def run(root: Path, args: argparse.Namespace) -> None:
@@ -215,53 +222,63 @@ def run(root: Path, args: argparse.Namespace) -> None:
         n[0] += 1
         return f"bench/carry-{n[0]}"
 
-    results: dict[str, float] = {}
-    results["carry rebase, cold cache (CLI)"] = timed(
-        lambda: carry_cli(series_root, repo, "main", branch()), args.repeat,
-        setup=lambda: drop_cache(repo))
-    results["carry rebase, warm cache (CLI)"] = timed(
-        lambda: carry_cli(series_root, repo, "main", branch()), args.repeat)
-    results["carry --help (interpreter start)"] = timed(
-        lambda: subprocess.run([sys.executable, "-m", "carry", "--help"], capture_output=True,
-                               check=True), args.repeat)
-    results["merge-tree lower bound (plumbing loop)"] = timed(
-        lambda: lower_bound(repo, "main"), args.repeat)
-
-    wt = root / "wt-rebase"
-    git(repo, "worktree", "add", "-q", "-b", "bench/rebase", str(wt), "series")
-
-    def reset_rebase() -> None:
-        git(wt, "reset", "-q", "--hard", "series")
-
-    results["git rebase --onto (existing worktree)"] = timed(
-        lambda: git(wt, "rebase", "-q", "--onto", "main", "base"), args.repeat,
-        setup=reset_rebase)
-
+    wt_rebase, wt_am = root / "wt-rebase", root / "wt-am"
+    git(repo, "worktree", "add", "-q", "-b", "bench/rebase", str(wt_rebase), "series")
+    git(repo, "worktree", "add", "-q", "-b", "bench/am", str(wt_am), "main")
     patch_files = sorted(str(p) for p in (series_root / "bench" / "patches").iterdir())
     counter = [0]
 
-    def am() -> None:
+    def am_fresh() -> None:
         counter[0] += 1
         fresh = root / f"wt-am-{counter[0]}"
         git(repo, "worktree", "add", "-q", "--detach", str(fresh), "main")
         git(fresh, "am", "-q", "-3", *patch_files)
 
-    results["git worktree add + git am -3 (fresh worktree)"] = timed(am, max(1, args.repeat // 2))
+    heads: dict[str, str] = {}
 
+    def lower() -> None:
+        heads["lower"] = lower_bound(repo, "main")
+
+    results: dict[str, list[float]] = {}
+    results["carry rebase, cold cache (CLI)"] = timings(
+        lambda: carry_cli(series_root, repo, "main", branch()), args.repeat,
+        setup=lambda: drop_cache(repo))
+    results["carry rebase, warm cache (CLI)"] = timings(
+        lambda: carry_cli(series_root, repo, "main", branch()), args.repeat)
+    results["carry --help (interpreter start)"] = timings(
+        lambda: subprocess.run([sys.executable, "-m", "carry", "--help"], capture_output=True,
+                               check=True), args.repeat)
+    results["merge-tree lower bound (plumbing loop)"] = timings(lower, args.repeat)
+    results["git rebase --onto (existing worktree)"] = timings(
+        lambda: git(wt_rebase, "rebase", "-q", "--onto", "main", "base"), args.repeat,
+        setup=lambda: git(wt_rebase, "reset", "-q", "--hard", "series"))
+    results["git am -3 (existing worktree)"] = timings(
+        lambda: git(wt_am, "am", "-q", "-3", *patch_files), args.repeat,
+        setup=lambda: git(wt_am, "reset", "-q", "--hard", "main"))
+    results["git worktree add + git am -3 (fresh worktree)"] = timings(am_fresh, args.repeat)
+
+    want = trees(repo, "main", "bench/rebase")
+    outputs = {"carry rebase": trees(repo, "main", f"bench/carry-{n[0]}"),
+               "lower bound": trees(repo, "main", heads["lower"]),
+               "git am -3": trees(repo, "main", "bench/am")}
+    for name, got in outputs.items():
+        if got != want:
+            raise SystemExit(f"{name}'s per-commit trees differ from git rebase's")
+    print(f"outputs checked: {len(want)} per-commit trees equal across carry, the lower bound, "
+          "git rebase and git am -3")
     width = max(len(k) for k in results)
-    print(f"{'measurement':<{width}}  seconds (median of {args.repeat})")
-    for k, v in results.items():
-        print(f"{k:<{width}}  {v:8.3f}")
-    warm = results["carry rebase, warm cache (CLI)"]
-    cold = results["carry rebase, cold cache (CLI)"]
-    low = results["merge-tree lower bound (plumbing loop)"]
-    am3 = results["git worktree add + git am -3 (fresh worktree)"]
-    reb = results["git rebase --onto (existing worktree)"]
-    print(f"ratio carry(warm) / lower bound     = {warm / low:5.2f}x   (goal <= 1.3x)")
+    print(f"{'measurement':<{width}}  seconds:  min   median      max  ({args.repeat} runs)")
+    for k, xs in results.items():
+        print(f"{k:<{width}}  {spread(xs)}")
+    med = {k: statistics.median(xs) for k, xs in results.items()}
+    warm, cold = med["carry rebase, warm cache (CLI)"], med["carry rebase, cold cache (CLI)"]
+    low = med["merge-tree lower bound (plumbing loop)"]
+    print(f"ratio carry(warm) / lower bound     = {warm / low:5.2f}x")
     print(f"ratio carry(cold) / lower bound     = {cold / low:5.2f}x")
-    print(f"speed-up vs worktree git am -3      = {am3 / warm:5.1f}x warm, {am3 / cold:5.1f}x cold"
-          "   (goal >= 5x)")
-    print(f"speed-up vs git rebase              = {reb / warm:5.1f}x warm, {reb / cold:5.1f}x cold")
+    for label in ("git rebase --onto (existing worktree)", "git am -3 (existing worktree)",
+                  "git worktree add + git am -3 (fresh worktree)"):
+        print(f"speed-up vs {label:<46} = {med[label] / warm:5.1f}x warm, "
+              f"{med[label] / cold:5.1f}x cold")
 
 
 if __name__ == "__main__":

@@ -85,3 +85,14 @@ def test_range_diff_unknown_version(upstream: CommitBuilder, make_series: MakeSe
     where = _setup(upstream, make_series, series_root)
     res = run_carry("range-diff", "demo", "v7", *where)
     assert res.code == 2 and "no version v7 of demo" in res.err
+
+
+def test_an_unknown_against_ref_fails_before_anything_is_written(
+        upstream: CommitBuilder, make_series: MakeSeries, series_root: Path) -> None:
+    where = _setup(upstream, make_series, series_root)
+    refs = git(upstream.path, "for-each-ref")
+    for against in ("nope", "main..nope", "nope..main"):
+        res = run_carry("range-diff", "demo", "current", *where, "--against", against)
+        assert res.code == 2 and "unknown revision 'nope'" in res.err, res.err
+        assert len(res.err.strip().splitlines()) == 1
+    assert git(upstream.path, "for-each-ref") == refs  # no chain cache ref was made

@@ -256,3 +256,22 @@ def test_a_docker_daemon_that_is_not_running(calc: Calc, tmp_path: Path) -> None
                          "podman / --engine local)")
     assert len(line.splitlines()) == 1
     assert not os.path.exists(sock)
+
+
+def test_a_checkout_a_killed_validation_left_is_removed_by_the_next(calc: Calc,
+                                                                      tmp_path: Path) -> None:
+    import subprocess
+
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    left = tmpdir / f"carry-validate-{dead.pid}-abc"
+    git(calc.up.path, "worktree", "add", "--detach", str(left / "head"), "v1")
+    live = tmpdir / f"carry-validate-{os.getpid()}-xyz"  # a running maker's: kept
+    live.mkdir()
+    r = calc.validate("fix", "--onto", "v1", "--no-cache", env={"TMPDIR": str(tmpdir)})
+    assert r.code == 0, r.err
+    assert not left.exists() and live.exists()
+    assert str(left) not in git(calc.up.path, "worktree", "list")
+    assert [p.name for p in tmpdir.iterdir()] == [live.name]  # its own checkout went too

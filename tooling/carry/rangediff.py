@@ -40,6 +40,8 @@ def run(series: Series, repo: Repo, old: str, new: str | None = None,
         against: str | None = None, color: bool = False) -> RangeDiff:
     if new and against:
         raise CarryError("give either a second version or --against, not both")
+    for rev in (against.split("..", 1) if against else []):  # a typo fails before any write
+        repo.rev_parse(rev or "HEAD")
     a = version_side(series, repo, old)
     b = ref_side(series, repo, against, a) if against else version_side(series, repo,
                                                                         new or "current")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from carry import atomic, render
+from carry import atomic, render, scratch
 from carry.errors import CarryError, ValidationFailed
 from carry.git import Ident, Repo
 from carry.series import Series
@@ -102,9 +102,16 @@ def _build(series: Series, repo: Repo, onto: str) -> str:
     return result.head
 
 
+WORKTREE_STEM = "carry-validate-"
+
+
 @contextmanager
 def _worktrees(repo: Repo, commits: dict[str, str]) -> Iterator[dict[str, Repo]]:
-    tmp = Path(tempfile.mkdtemp(prefix="carry-validate-"))
+    """Throw-away checkouts, named for this process: a validation killed with -9 leaves a
+    whole checkout behind, which the next validation removes (and unregisters)."""
+    scratch.sweep(Path(tempfile.gettempdir()), WORKTREE_STEM)
+    repo.worktree_prune()  # also forgets checkouts a dead validation of this repo left
+    tmp = Path(tempfile.mkdtemp(prefix=scratch.prefix(WORKTREE_STEM)))
     made: dict[str, Repo] = {}
     try:
         for name, commit in commits.items():

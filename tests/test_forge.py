@@ -40,8 +40,30 @@ def test_pr_dry_run_touches_nothing(gh: github_server.RunningServer, fork: Commi
     assert "<!-- carry:series=demo -->" in out["body"]
     assert "## Test Plan" in out["body"] and "## AI assistance" in out["body"]
     assert "- OpenAI Codex assisted patch 0003 (`Assisted-by: OpenAI Codex`)." in out["body"]
-    assert gh.state.requests == []
+    assert out["looked_up"] is True and gh.state.requests  # it read the open PRs
+    assert gh.state.writes() == []
     assert git(fork.path, "ls-remote", "origin", "refs/heads/carry/demo") == ""
+
+
+def test_pr_dry_run_names_the_pr_it_would_update(gh: github_server.RunningServer,
+                                                 fork: CommitBuilder, series_root: Path) -> None:
+    env = _env(gh, series_root)
+    _import_and_apply(fork, env)
+    args = ["pr", "demo", "--repo", str(fork.path), "--branch", "carry/demo",
+            "--forge-repo", FORK, "--base", "main"]
+    opened = json.loads(run_carry(*args, "--json", env=env).out)
+    writes = len(gh.state.writes())
+    r = run_carry(*args, "--dry-run", env=env)
+    assert r.code == 0, r.err
+    head = git(fork.path, "rev-parse", "carry/demo")[:12]
+    assert r.out.splitlines()[0] == (f"dry run: would push {head} to carry/demo and update "
+                                     f"{FORK}#{opened['number']}")
+    assert len(gh.state.writes()) == writes
+    offline = run_carry(*args, "--dry-run", env={**env, "GITHUB_TOKEN": ""})
+    assert offline.code == 0, offline.err
+    assert "would push" in offline.out and f"open a draft PR in {FORK} against main" in offline.out
+    assert "no GitHub token, so whether a PR for this series set is open already was not " \
+        "checked" in offline.out
 
 
 def test_pr_opens_once_then_updates(gh: github_server.RunningServer, fork: CommitBuilder,

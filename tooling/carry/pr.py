@@ -31,6 +31,8 @@ class PrResult:
     number: int = 0
     url: str = ""
     missing: list[str] = field(default_factory=list)
+    looked_up: bool = True  # whether a dry run could ask the forge for an open PR
+    draft: bool = False
 
 
 def load_reports(path: str) -> list[dict[str, Any]]:
@@ -158,23 +160,45 @@ def run(series_list: list[Series], repo: Repo, branch: str, remote: str, base: s
     reports = reports_for(series_list, repo, branch, commit, paths, allow_failed)
     body = prbody.render(series_list, reports, title)
     result = PrResult([s.name for s in series_list], forge_repo, branch, base, commit,
-                      body.title, body.text, dry_run, "would-open", missing=missing)
+                      body.title, body.text, dry_run, "would-open", missing=missing,
+                      draft=draft)
     if dry_run:
-        return result
+        return _preview(access, result)
     forge = access.connect()
-    existing = find_open(forge, forge_repo, result.series)
-    if existing and existing[0].base != base:
-        raise CarryError(f"open PR #{existing[0].number} already carries "
-                         f"{', '.join(result.series)} against {existing[0].base}, not {base}",
-                         hint="close it or retarget it first: carry opens one PR per series set")
-    head = existing[0].head if existing else branch
+    existing = _open_pr(forge, result)
+    head = existing.head if existing else branch
     repo.push(remote, commit, head, repo.remote_head(remote, head))
     result.head = head
     if existing:
-        pr = forge.edit_pull(forge_repo, existing[0].number, title=body.title, body=body.text)
+        pr = forge.edit_pull(forge_repo, existing.number, title=body.title, body=body.text)
         result.action = "updated"
     else:
         pr = forge.create_pull(forge_repo, body.title, body.text, branch, base, draft)
         result.action = "opened"
     result.number, result.url = pr.number, pr.url
+    return result
+
+
+def _open_pr(forge: forgemod.Forge, result: PrResult) -> forgemod.PullInfo | None:
+    existing = find_open(forge, result.repo, result.series)
+    if existing and existing[0].base != result.base:
+        raise CarryError(f"open PR #{existing[0].number} already carries "
+                         f"{', '.join(result.series)} against {existing[0].base}, not "
+                         f"{result.base}",
+                         hint="close it or retarget it first: carry opens one PR per series set")
+    return existing[0] if existing else None
+
+
+def _preview(access: forgemod.Access, result: PrResult) -> PrResult:
+    """A dry run reads (never writes) the forge when it has a token, so that it can say
+    which PR the real run would update; without one it says that it did not look."""
+    try:
+        forge = access.connect()
+    except CarryError:  # no usable token: the preview stays offline
+        result.looked_up = False
+        return result
+    existing = _open_pr(forge, result)
+    if existing:
+        result.action, result.number, result.head = "would-update", existing.number, existing.head
+        result.url = existing.url
     return result

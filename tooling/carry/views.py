@@ -233,8 +233,12 @@ def show_pr(r: Any, as_json: bool) -> None:
     if as_json:
         return render.emit_json(r)
     if r.dry_run:
-        render.say(f"dry run: would push {_short(r.commit)} to {r.head} and open a draft PR "
-                   f"in {r.repo} against {r.base}")
+        what = (f"update {r.repo}#{r.number}" if r.action == "would-update" else
+                f"open a {'draft ' if r.draft else ''}PR in {r.repo} against {r.base}")
+        render.say(f"dry run: would push {_short(r.commit)} to {r.head} and {what}")
+        if not r.looked_up:
+            render.say("  (no GitHub token, so whether a PR for this series set is open already "
+                       "was not checked)")
         render.say(f"title: {r.title}")
         render.say(r.body)
     else:

@@ -6,11 +6,16 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from carry.errors import CarryError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Command = Callable[..., None]
 
 app = typer.Typer(
     name="carry",
@@ -49,6 +54,9 @@ def _branch(value: str | None) -> str | None:
 Name = Annotated[str, typer.Argument(callback=_name,
                                      help="The series name, a directory under series/.")]
 RepoPath = Annotated[str, typer.Option("--repo", help="Path of the git repository to work in.")]
+Engine = Annotated[str, typer.Option(help="Where to run: docker, podman or local.")]
+Python = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    help="Interpreter for the steps (default: the plan's [test].python).")]
 
 
 def _version(value: bool) -> None:
@@ -77,6 +85,35 @@ def _root(series_dir: Path | None) -> Path:
     from carry.series import series_dir as locate
 
     return locate(series_dir)
+
+
+def grouped(param: str, flags: Callable[..., object]) -> Callable[[Command], Command]:
+    """Put the options `flags` declares on a command in place of its parameter `param`, which
+    gets what `flags` makes of them: a group of options shared by several commands is declared
+    once, and typer still parses every one of them. `param` is keyword-only (after `*`), so it
+    can stand where its options belong in --help. The group's type is imported only when a
+    command runs, so at start-up its name stands for `object`."""
+    import functools
+    import inspect
+
+    def wrap(fn: Command) -> Command:
+        declared = list(inspect.signature(flags, eval_str=True).parameters.values())
+        sig = inspect.signature(fn, eval_str=True)
+        at = list(sig.parameters).index(param)
+        params = list(sig.parameters.values())
+        params[at:at + 1] = [p.replace(kind=params[at].kind) for p in declared]
+
+        @functools.wraps(fn)
+        def command(*args: object, **kw: Any) -> None:
+            kw[param] = flags(**{p.name: kw.pop(p.name) for p in declared})
+            fn(*args, **kw)
+
+        del command.__wrapped__  # typer must read the signature below, not fn's
+        command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command
+
+    return wrap
 
 
 @app.command("import")
@@ -162,9 +199,8 @@ def validate(
     commit: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="Validate this commit, whose last N commits are the series; BASE..C when C "
              "holds more than the series.")] = None,
-    engine: Annotated[str, typer.Option(help="Where to run: docker, podman or local.")] = "podman",
-    python: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        help="Interpreter for the steps (default: the plan's [test].python).")] = None,
+    engine: Engine = "podman",
+    python: Python = None,
     baseline: Annotated[bool, typer.Option(
         "--baseline",
         help="Also run the series' tests on the unfixed base: they must fail there.")] = False,
@@ -292,104 +328,7 @@ def range_diff(
 # -- end rebase and range-diff (F2)
 
 
-ForgeRepo = Annotated[str, typer.Option("--forge-repo",
-                                         help="The GitHub repository, owner/name.")]
-ApiUrl = Annotated[Optional[str], typer.Option(  # noqa: UP045
-    "--api-url", envvar="GITHUB_API_URL", help="GitHub API base URL.")]
-TokenEnv = Annotated[Optional[str], typer.Option(  # noqa: UP045
-    "--token-env", help="Environment variable that holds the token (never printed; "
-    "default: $GH_TOKEN, then $GITHUB_TOKEN).")]
-MaxWait = Annotated[float, typer.Option(
-    "--max-wait", min=0, metavar="SECONDS",
-    help="Longest total wait for GitHub's rate limits and outages before giving up.")]
-
-
-@app.command()
-def pr(
-    names: Annotated[list[str], typer.Argument(metavar="NAME...",
-                                               help="One series, or several to consolidate.")],
-    repo: RepoPath,
-    branch: Annotated[str, typer.Option(callback=_branch,
-                                        help="The branch that carries the series.")],
-    forge_repo: ForgeRepo,
-    base: Annotated[str, typer.Option(help="The branch the PR targets.")],
-    remote: Annotated[str, typer.Option(help="The git remote to push to.")] = "origin",
-    validation: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
-        help="A `carry validate --json` report of this tree; once per series "
-        "(default: each series' last validation of this tree).")] = None,
-    allow_failed: Annotated[bool, typer.Option(
-        "--allow-failed", help="Publish a failed validation (the body says it failed).")] = False,
-    title: Annotated[Optional[str], typer.Option(help="PR title.")] = None,  # noqa: UP045
-    draft: Annotated[bool, typer.Option("--draft/--ready", help="Open as a draft.")] = True,
-    force: Annotated[bool, typer.Option(help="Open even if patches are missing.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Render, push nothing.")] = False,
-    api_url: ApiUrl = None,
-    token_env: TokenEnv = None,
-    max_wait: MaxWait = 60.0,
-    series_dir: SeriesDir = None,
-    json: Json = False,
-) -> None:
-    """Push the branch and open or update one draft PR.
-
-    Example: carry pr my-fix --repo ../vllm --branch carry/my-fix/upstream-main
-    --forge-repo me/vllm --base main --dry-run
-    """
-    from carry import pr as prmod
-    from carry import series, views
-    from carry.forge import Access
-    from carry.git import Repo
-
-    root = _root(series_dir)
-    result = prmod.run([series.find(root, n) for n in names], Repo.open(repo), branch, remote,
-                       base, forge_repo, validation, draft, dry_run,
-                       Access(api_url, token_env, max_wait), title, force, allow_failed)
-    views.show_pr(result, json)
-
-
-@app.command()
-def supersede(
-    name: Name,
-    by: Annotated[int, typer.Option(help="The carry PR (open or merged) that supersedes.")],
-    forge_repo: ForgeRepo,
-    repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        help="A local clone, to compare PR commits by patch-id.")] = None,
-    remote: Annotated[str, typer.Option(help="Remote of --repo that has refs/pull/*.")] = "origin",
-    base: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        help="The base branch both PRs must target (default: that of --by).")] = None,
-    apply: Annotated[bool, typer.Option("--apply", help="Comment and close (default: dry run).")] = False,  # noqa: E501
-    when_merged: Annotated[bool, typer.Option(
-        "--when-merged", help="Act only once --by is merged; until then report and exit 0.")] = False,  # noqa: E501
-    label: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        help="Label each closed PR (default: [supersede].label of the manifest).")] = None,
-    include_origin: Annotated[bool, typer.Option(
-        "--include-origin", help="Also close PRs whose provenance role is origin or "
-        "upstream-equivalent.")] = False,
-    api_url: ApiUrl = None,
-    token_env: TokenEnv = None,
-    max_wait: MaxWait = 60.0,
-    series_dir: SeriesDir = None,
-    json: Json = False,
-) -> None:
-    """Comment on and close the open PRs that a carry PR supersedes.
-
-    Dry run unless --apply; the dry run lists every open PR with why it matches or not.
-
-    Example: carry supersede my-fix --by 669 --forge-repo me/vllm --repo ../vllm --when-merged
-    """
-    from carry import series, views
-    from carry import supersede as supmod
-    from carry.forge import Access
-    from carry.git import Repo
-
-    s = series.find(_root(series_dir), name)
-    opts = supmod.Options(apply, when_merged, s.manifest.supersede.label if label is None
-                          else label, include_origin)
-    result = supmod.run(s, forge_repo, by, Repo.open(repo) if repo else None, remote, base,
-                        opts, Access(api_url, token_env, max_wait))
-    views.show_supersede(result, json)
-
-
-from carry import cli_ci, cli_start  # noqa: E402,F401 - register init, status, ci, releases
+from carry import cli_ci, cli_forge, cli_start  # noqa: E402,F401 - register the other commands
 
 
 def _fail(exc: CarryError) -> None:

@@ -5,34 +5,25 @@ call, print. They register on `cli.app`; cli.py imports this module so that they
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from carry.cli import (
-    ApiUrl,
-    Json,
-    MaxWait,
-    Name,
-    RepoPath,
-    SeriesDir,
-    TokenEnv,
-    _root,
-    app,
-)
+from carry.cli import Engine, Json, Name, Python, RepoPath, SeriesDir, _root, app, grouped
+from carry.cli_forge import ApiUrl, MaxWait, TokenEnv
 from carry.errors import CarryError
 
 if TYPE_CHECKING:
+    from carry.job import Options as JobOptions
     from carry.loop import Options as LoopOptions
+else:
+    JobOptions = LoopOptions = object  # imported when a command runs (cli.grouped)
 
 ci_app = typer.Typer()
 app.add_typer(ci_app, name="ci")
 Ledger = Annotated[Path, typer.Option(
     "--ledger", envvar="CARRY_LEDGER", help="The file of what was validated (ci/README.md).")]
-Engine = Annotated[str, typer.Option(help="docker, podman or local.")]
-Python = Annotated[Optional[str], typer.Option(help="Interpreter for local runs.")]  # noqa: UP045
 Fetch = Annotated[bool, typer.Option(help="Fetch the manifest's remotes first.")]
 Out = Annotated[Path, typer.Option(help="Where summary.json and summary.md go.")]
 OpenPr = Annotated[bool, typer.Option(
@@ -51,6 +42,18 @@ Remote = Annotated[Optional[str], typer.Option(  # noqa: UP045
     help="The git remote for the refreshed branch (default: the fork's remote, else origin).")]
 
 
+def _job_flags(
+    engine: Engine = "podman",
+    python: Python = None,
+    fetch: Fetch = False,
+    out: Out = Path("carry-out"),
+) -> JobOptions:
+    """How a job runs, declared once for `carry ci` and `carry ci run` (see cli.grouped)."""
+    from carry import job
+
+    return job.Options(engine, python, fetch, out)
+
+
 def _loop_flags(
     open_pr: OpenPr = False,
     track_issues: TrackIssues = False,
@@ -61,39 +64,20 @@ def _loop_flags(
     api_url: ApiUrl = None,
     token_env: TokenEnv = None,
     max_wait: MaxWait = 60.0,
-) -> None:
-    """The loop's flags, declared once for `carry ci` and `carry ci run` (see _with_loop)."""
+) -> LoopOptions:
+    """The loop's flags, declared once for `carry ci`, `carry ci run` and `carry ci loop`."""
+    from carry import loop
 
-
-def _with_loop(fn: Callable[..., None]) -> Callable[..., None]:
-    """Put the loop's flags on a command in place of its `loop` parameter; the command gets
-    them as one `loop.Options`."""
-    import functools
-    import inspect
-
-    flags = list(inspect.signature(_loop_flags, eval_str=True).parameters.values())
-    sig = inspect.signature(fn, eval_str=True, locals={"LoopOptions": object})
-    at = list(sig.parameters).index("loop")
-    params = list(sig.parameters.values())
-    params[at:at + 1] = flags
-
-    @functools.wraps(fn)
-    def command(*args: object, **kw: Any) -> None:
-        from carry import loop
-
-        options = loop.Options(**{p.name: kw.pop(p.name) for p in flags})
-        fn(*args, **kw, loop=options)
-
-    del command.__wrapped__  # typer must read the signature below, not fn's
-    command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
-    command.__annotations__ = {p.name: p.annotation for p in params}
-    return command
+    return loop.Options(open_pr, track_issues, dry_run, forge_repo, base, remote, api_url,
+                        token_env, max_wait)
 
 
 @ci_app.callback(invoke_without_command=True)
-@_with_loop
+@grouped("job", _job_flags)
+@grouped("loop", _loop_flags)
 def ci_job(
     ctx: typer.Context,
+    *,
     repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--repo", help="Path of the git repository to work in.")] = None,
     names: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
@@ -102,11 +86,8 @@ def ci_job(
         help="A manifest target name; repeat. Default: every target.")] = None,
     onto: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         help="Check against this ref instead of the manifest targets; repeat.")] = None,
-    engine: Engine = "podman",
-    python: Python = None,
-    fetch: Fetch = False,
-    out: Out = Path("carry-out"),
-    loop: LoopOptions | None = None,
+    job: JobOptions,
+    loop: LoopOptions,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
@@ -119,13 +100,14 @@ def ci_job(
     """
     if ctx.invoked_subcommand:
         return
-    from carry import job, views
+    from carry import job as jobmod
+    from carry import views
     from carry.git import Repo
 
     if repo is None:
         raise CarryError("carry ci needs --repo PATH", hint="carry ci --help")
-    result = job.run(_root(series_dir), names or [], Repo.open(repo), target or [], onto or [],
-                     engine, python, fetch, out, loop)
+    result = jobmod.run(_root(series_dir), names or [], Repo.open(repo), target or [],
+                        onto or [], job, loop)
     views.show_job(result, json)
     raise typer.Exit(result.exit_code)
 
@@ -150,7 +132,8 @@ def ci_matrix(
 
 
 @ci_app.command("run")
-@_with_loop
+@grouped("job", _job_flags)
+@grouped("loop", _loop_flags)
 def ci_run(
     name: Name,
     target_name: Annotated[str, typer.Argument(metavar="TARGET", help="A manifest target.")],
@@ -159,11 +142,9 @@ def ci_run(
         help="The tag or branch the cell checks (a tag target needs it).")] = None,
     ledger: Ledger = Path("carry-ledger.json"),
     force: Annotated[bool, typer.Option(help="Run even if the ledger holds it.")] = False,
-    engine: Engine = "podman",
-    python: Python = None,
-    fetch: Fetch = False,
-    out: Out = Path("carry-out"),
-    loop: LoopOptions | None = None,
+    *,
+    job: JobOptions,
+    loop: LoopOptions,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
@@ -175,22 +156,24 @@ def ci_run(
     Example: carry ci run mamba-sparse-retention upstream-release --ref v0.34.0 --repo ../vllm
     --open-pr --track-issues
     """
-    from carry import job, views
+    from carry import job as jobmod
+    from carry import views
     from carry.git import Repo
 
-    result = job.run_cell(_root(series_dir), name, target_name, ref, Repo.open(repo), engine,
-                          python, fetch, out, ledger, force, loop)
+    result = jobmod.run_cell(_root(series_dir), name, target_name, ref, Repo.open(repo), job,
+                             ledger, force, loop)
     views.show_job(result, json)
     raise typer.Exit(result.exit_code)
 
 
 @ci_app.command("loop")
-@_with_loop
+@grouped("loop", _loop_flags)
 def ci_loop(
     summaries: Annotated[list[Path], typer.Argument(help="summary.json files of the cells.")],
     repo: RepoPath,
     out: Out = Path("carry-out"),
-    loop: LoopOptions | None = None,
+    *,
+    loop: LoopOptions,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:

@@ -23,6 +23,17 @@ from carry.loop import Options as LoopOptions
 from carry.replay.engine import Conflict
 
 
+@dataclass(frozen=True)
+class Options:
+    """How a job validates and where it writes (the flags `carry ci` and `carry ci run`
+    share)."""
+
+    engine: str = "podman"
+    python: str | None = None  # default: the plan's [test].python
+    fetch: bool = False
+    out: Path = Path("carry-out")
+
+
 @dataclass
 class Row:
     series: str
@@ -53,18 +64,17 @@ class JobResult:
         return 0 if self.status == "passed" else 1
 
 
-def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, engine: str,
-              python: str | None, out: Path) -> None:
+def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, how: Options) -> None:
     from carry.validate import run as validate
 
     try:
         # The rebased head on its target, which may hold fewer commits than the series.
-        report = validate.run(s, repo, None, f"{onto}..{row.head}", engine_name=engine,
-                              python=python)
+        report = validate.run(s, repo, None, f"{onto}..{row.head}", engine_name=how.engine,
+                              python=how.python)
     except CarryError as exc:
         row.validate, row.summary = "error", exc.line()
         return
-    path = out / f"{s.name}--{row.target}.json"
+    path = how.out / f"{s.name}--{row.target}.json"
     path.write_text(json.dumps(render.to_data(report), indent=2) + "\n", encoding="utf-8")
     row.report = str(path)
     row.validate = ("cached " if report.cached else "") + report.status
@@ -72,16 +82,14 @@ def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, engine: str,
 
 
 def run(root: Path, names: list[str], repo: Repo, targets: list[str], onto: list[str],
-        engine: str, python: str | None, fetch: bool, out: Path,
-        loop: LoopOptions | None = None) -> JobResult:
+        how: Options, loop: LoopOptions | None = None) -> JobResult:
     """Every series onto every target; then the loop, if asked; then the summaries."""
-    result = _rows(root, names, repo, targets, onto, engine, python, fetch, out, loop)
+    result = _rows(root, names, repo, targets, onto, how, loop)
     return finish(root, repo, result, loop)
 
 
 def _rows(root: Path, names: list[str], repo: Repo, targets: list[str], onto: list[str],
-          engine: str, python: str | None, fetch: bool, out: Path,
-          loop: LoopOptions | None) -> JobResult:
+          how: Options, loop: LoopOptions | None) -> JobResult:
     from carry import loop as loopmod
 
     chosen = [seriesmod.find(root, n) for n in names] or seriesmod.list_series(root)
@@ -90,13 +98,13 @@ def _rows(root: Path, names: list[str], repo: Repo, targets: list[str], onto: li
         raise CarryError(f"no imported series in {root}", hint="run carry import first")
     for s in chosen:
         loopmod.check(s, loop or LoopOptions())
-    out.mkdir(parents=True, exist_ok=True)
+    how.out.mkdir(parents=True, exist_ok=True)
     rows: list[Row] = []
     for s in chosen:
         wanted = [t for t in targets if any(t == x.name for x in s.manifest.targets)]
         if targets and not wanted:
             continue  # none of the requested targets is one of this series'
-        opts = rebase.Options(onto=onto, targets=wanted, fetch=fetch, dry_run=True)
+        opts = rebase.Options(onto=onto, targets=wanted, fetch=how.fetch, dry_run=True)
         for r in rebase.run(s, repo, opts):
             row = Row(s.name, r.target, r.onto, r.status, r.head,
                       applied=sum(p.status == "applied" for p in r.patches),
@@ -107,12 +115,12 @@ def _rows(root: Path, names: list[str], repo: Repo, targets: list[str], onto: li
                 row.would_conflict = [f"{p.file} ({', '.join(p.forecast)})" for p in r.patches
                                       if p.status == "would-conflict"]
             if r.status == "applied":
-                _validate(s, repo, row, r.onto, engine, python, out)
+                _validate(s, repo, row, r.onto, how)
             rows.append(row)
     if not rows:
         raise CarryError("no series has any of the targets " + ", ".join(targets))
     ok = all(r.rebase == "applied" and r.validate.endswith("passed") for r in rows)
-    return JobResult("passed" if ok else "failed", rows, str(out))
+    return JobResult("passed" if ok else "failed", rows, str(how.out))
 
 
 def finish(root: Path, repo: Repo, result: JobResult, loop: LoopOptions | None) -> JobResult:
@@ -178,9 +186,9 @@ def matrix(root: Path, repo: Repo, ledger_path: Path, force: bool) -> tuple[
     return cells, notes
 
 
-def run_cell(root: Path, name: str, target: str, ref: str | None, repo: Repo, engine: str,
-             python: str | None, fetch: bool, out: Path, ledger_path: Path,
-             force: bool, loop: LoopOptions | None = None) -> JobResult:
+def run_cell(root: Path, name: str, target: str, ref: str | None, repo: Repo,
+             how: Options, ledger_path: Path, force: bool,
+             loop: LoopOptions | None = None) -> JobResult:
     """One cell: rebase onto the target's ref, validate, close the loop if asked, and append
     the outcome to the ledger. A cell the ledger already holds is skipped (exit 0, nothing
     sent) unless forced. The ledger is written last and only when the loop did all it was
@@ -199,8 +207,8 @@ def run_cell(root: Path, name: str, target: str, ref: str | None, repo: Repo, en
     if held is not None and not force:
         row = Row(name, target, ref, "skipped", validate=f"ledger: {held.outcome}",
                   summary=f"validated at {held.time}; --force runs it again")
-        return JobResult("passed", [row], str(out))
-    result = _rows(root, [name], repo, [], [ref], engine, python, fetch, out, loop)
+        return JobResult("passed", [row], str(how.out))
+    result = _rows(root, [name], repo, [], [ref], how, loop)
     for row in result.rows:
         row.target = target
     finish(root, repo, result, loop)

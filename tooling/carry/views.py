@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from carry import render
 
@@ -14,13 +16,28 @@ if TYPE_CHECKING:  # results are only annotated here; importing them would slow 
     from carry.validate.results import Report
 
 
+R = TypeVar("R")
+
+
+def _or_json(text: Callable[[R], None]) -> Callable[[R, bool], None]:
+    """With --json the result itself is the one document on stdout; `text` is for people."""
+
+    @functools.wraps(text)
+    def show(r: R, as_json: bool) -> None:
+        if as_json:
+            render.emit_json(r)
+        else:
+            text(r)
+
+    return show
+
+
 def _short(sha: str) -> str:
     return sha[:12] if sha else "-"
 
 
-def show_import(r: ImportResult, as_json: bool) -> None:
-    if as_json:
-        return render.emit_json(r)
+@_or_json
+def show_import(r: ImportResult) -> None:
     state = f"v{r.version}" if r.changed else f"unchanged at v{r.version}"
     render.say(f"{r.series}: {len(r.patches)} patches from {r.source} "
                f"(base {_short(r.base)}) -> {state}")
@@ -30,9 +47,8 @@ def show_import(r: ImportResult, as_json: bool) -> None:
         render.warn(r.note)
 
 
-def show_check(r: CheckReport, as_json: bool) -> None:
-    if as_json:
-        return render.emit_json(r)
+@_or_json
+def show_check(r: CheckReport) -> None:
     render.say(f"{r.series} v{r.version}: {r.status}")
     pol = r.policy
     render.say(f"  policy: required {', '.join(pol['required']) or 'nothing'}"  # type: ignore[arg-type]
@@ -52,9 +68,8 @@ def show_check(r: CheckReport, as_json: bool) -> None:
             render.say(f"       {f.kind}: {f.message}")
 
 
-def show_apply(r: ApplyResult, as_json: bool) -> None:
-    if as_json:
-        return render.emit_json(r)
+@_or_json
+def show_apply(r: ApplyResult) -> None:
     render.say(f"{r.series}: {len(r.patches)} commits on {_short(r.onto)} -> {r.branch} "
                f"at {_short(r.head)}")
     for p in r.patches:
@@ -173,15 +188,13 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
     return None
 
 
-def show_range_diff(r: Any, as_json: bool) -> None:
-    if as_json:
-        return render.emit_json(r)
+@_or_json
+def show_range_diff(r: Any) -> None:
     import sys
 
     if not r.output:
         render.say(f"{r.series}: {r.old.label} and {r.new.label} both have no patches")
     sys.stdout.write(r.output)
-    return None
 # -- end rebase and range-diff (F2)
 
 
@@ -229,9 +242,8 @@ def show_validate(r: Report, as_json: bool) -> None:
     render.say(f"logs: {r.run_dir}")
 
 
-def show_pr(r: Any, as_json: bool) -> None:
-    if as_json:
-        return render.emit_json(r)
+@_or_json
+def show_pr(r: Any) -> None:
     if r.dry_run:
         what = (f"update {r.repo}#{r.number}" if r.action == "would-update" else
                 f"open a {'draft ' if r.draft else ''}PR in {r.repo} against {r.base}")
@@ -247,9 +259,8 @@ def show_pr(r: Any, as_json: bool) -> None:
         render.say(f"  warning: the branch does not carry {m}")
 
 
-def show_supersede(r: Any, as_json: bool) -> None:
-    if as_json:
-        return render.emit_json(r)
+@_or_json
+def show_supersede(r: Any) -> None:
     mode = "dry run: " if r.dry_run else ""
     render.say(f"{mode}#{r.by} ({r.by_state}, base {r.base}) carries {r.series}; "
                f"{len(r.pulls)} other open PR(s) in {r.repo} looked at, "
@@ -264,9 +275,8 @@ def show_supersede(r: Any, as_json: bool) -> None:
         render.say(f"  provenance: {line}")
 
 
-def show_job(r: Any, as_json: bool) -> None:
-    if as_json:
-        return render.emit_json(r)
+@_or_json
+def show_job(r: Any) -> None:
     rows = [[x.series, x.target, x.rebase + (f" ({x.conflict})" if x.conflict else ""),
              str(len(x.dropped)), _short(x.head), f"{x.validate}: {x.summary}"]
             for x in r.rows]
@@ -279,9 +289,8 @@ def show_job(r: Any, as_json: bool) -> None:
                    + (f": {a.note}" if a.note else "") + (f" {a.url}" if a.url else ""))
 
 
-def show_init(r: Any, as_json: bool) -> None:
-    if as_json:
-        return render.emit_json(r)
+@_or_json
+def show_init(r: Any) -> None:
     render.say(f"{r.series}: wrote {r.path}/series.toml")
     render.say(f"  upstream {r.upstream['repo']} (remote {r.upstream['remote']}, "
                f"branch {r.upstream['branch']})")
@@ -298,12 +307,10 @@ def show_init(r: Any, as_json: bool) -> None:
 
     render.say(f"next: carry import {r.series} --repo {shlex.quote(r.repo or '.')} "
                f"--range {r.base['ref']}..BRANCH   (BRANCH: the commits to carry)")
-    return None
 
 
-def show_status(r: Any, as_json: bool) -> None:
-    if as_json:
-        return render.emit_json(r)
+@_or_json
+def show_status(r: Any) -> None:
     if not r.repo:
         render.warn("no --repo given: rebases and validations are recorded in the repository "
                     "they ran in; pass --repo PATH to see them")
@@ -329,7 +336,6 @@ def show_status(r: Any, as_json: bool) -> None:
                        f"(tree {_short(v.head_tree)}, {which}): {v.summary}")
         elif r.repo:
             render.say("  no validation in this repository yet")
-    return None
 
 
 def show_releases(rows: list[Any], as_json: bool) -> None:

@@ -404,6 +404,10 @@ class _Handler(BaseHTTPRequestHandler):
         api, web = f"{self.base()}/repos/{full}", f"{WEB}/{full}"
         url = f"{api}/pulls/{p.number}"
         closed = None if p.state == "open" else STAMP
+        head_sha, bare = p.head_sha, self.state.git.get(full)
+        if p.state == "open" and bare is not None and bare.exists():  # an open PR follows its
+            head_sha = _git(bare, "rev-parse", "--verify", "-q",  # branch, as on GitHub
+                            f"refs/heads/{p.head}^{{commit}}") or head_sha
         data: dict[str, Any] = {
             "url": url, "id": p.number + 10_000, "node_id": f"PR_{p.number}",
             "html_url": f"{web}/pull/{p.number}", "diff_url": f"{web}/pull/{p.number}.diff",
@@ -412,7 +416,7 @@ class _Handler(BaseHTTPRequestHandler):
             "review_comments_url": f"{url}/comments",
             "review_comment_url": f"{api}/pulls/comments{{/number}}",
             "comments_url": f"{api}/issues/{p.number}/comments",
-            "statuses_url": f"{api}/statuses/{p.head_sha}",
+            "statuses_url": f"{api}/statuses/{head_sha}",
             "number": p.number, "state": p.state, "locked": False, "title": p.title,
             "user": self.user_json(p.user), "body": p.body,
             "labels": [self.label_json(full, n) for n in p.labels], "milestone": None,
@@ -421,7 +425,7 @@ class _Handler(BaseHTTPRequestHandler):
             "merged_at": closed if p.merged else None,
             "assignees": [], "requested_reviewers": [],
             "requested_teams": [], "draft": p.draft,
-            "head": {"label": f"{owner}:{p.head}", "ref": p.head, "sha": p.head_sha,
+            "head": {"label": f"{owner}:{p.head}", "ref": p.head, "sha": head_sha,
                      "repo": self.repo_json(full), "user": self.user_json(owner)},
             "base": {"label": f"{owner}:{p.base}", "ref": p.base, "sha": "0" * 40,
                      "repo": self.repo_json(full), "user": self.user_json(owner)},
@@ -431,7 +435,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "comments": f"{api}/issues/{p.number}/comments",
                 "review_comments": f"{url}/comments",
                 "review_comment": f"{api}/pulls/comments{{/number}}",
-                "commits": f"{url}/commits", "statuses": f"{api}/statuses/{p.head_sha}"}.items()},
+                "commits": f"{url}/commits", "statuses": f"{api}/statuses/{head_sha}"}.items()},
             "author_association": "CONTRIBUTOR", "auto_merge": None,
         }
         if not simple:

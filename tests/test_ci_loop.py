@@ -89,6 +89,7 @@ def site(tmp_path: Path, series_root: Path) -> Iterator[Site]:
     seriesmod.save_manifest(s)
     gh = github_server.start(TOKEN)
     gh.state.repo(FORK)
+    gh.state.git[FORK] = tmp_path / "origin.git"  # PRs' heads follow their pushed branches
     yield Site(up, series_root, tmp_path, gh)
     gh.stop()
 
@@ -200,6 +201,13 @@ def test_the_loop_opens_a_pr_and_an_issue_then_goes_quiet_then_closes_the_issue(
     assert site.series().manifest.base.commit == up.rev("v5")
     assert git(up.path, "ls-remote", "origin", "refs/heads/carry/good").split()[0] != pushed
     assert (run3["POST"], run3["PATCH"]) == (1, 2)  # comment; PR edit, issue close
+
+    # The v5 cell forced to run again: the same commits and the same PR body, so the branch
+    # is not rewritten, nothing is pushed and GitHub is asked to change nothing.
+    writes, refs = len(gh.state.writes()), site.origin_refs()
+    (forced,) = [site.cell(c, *LOOP, "--force") for c in cells]
+    assert [(a["kind"], a["action"]) for a in forced["loop"]] == [("pr", "unchanged")]
+    assert len(gh.state.writes()) == writes and site.origin_refs() == refs
     for n, counts in (("run 1", run1), ("run 3", run3)):
         print(f"{n}: {dict(sorted(counts.items()))}")
 

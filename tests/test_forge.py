@@ -83,6 +83,16 @@ def test_pr_opens_once_then_updates(gh: github_server.RunningServer, fork: Commi
     assert pull.body.startswith("<!-- carry:series=demo -->")
     pushed = git(fork.path, "ls-remote", "origin", "refs/heads/carry/demo").split()[0]
     assert pushed == git(fork.path, "rev-parse", "carry/demo")
+    writes = len(gh.state.writes())
+    same = run_carry(*args, env=env)
+    assert same.code == 0, same.err
+    assert json.loads(same.out)["action"] == "unchanged"  # same branch, title and body
+    assert len(gh.state.writes()) == writes
+    fork.commit("core: follow-up 2", {"src/more.py": "Y = 2\n"})
+    assert run_carry("import", "demo", "--repo", str(fork.path), "--range", "main..feature",
+                     env=env).code == 0
+    assert run_carry("apply", "demo", "--repo", str(fork.path), "--onto", "main", "--branch",
+                     "carry/demo", env=env).code == 0
     again = run_carry(*args, env=env)
     assert again.code == 0, again.err
     assert json.loads(again.out)["action"] == "updated"

@@ -37,12 +37,15 @@ def test_the_same_series_from_a_second_branch_updates_the_one_pr(
     code, first, err = _pr(fork, "carry/demo", env)
     assert code == 0, err
     assert first["action"] == "opened" and first["number"] == 6
-    git(fork.path, "branch", "carry/demo-again", "carry/demo")
+    extra = git(fork.path, "commit-tree", "carry/demo^{tree}", "-p", "carry/demo", "-m",
+                "an empty follow-up")  # a new head: the PR's head branch moves to it
+    git(fork.path, "branch", "carry/demo-again", extra)
     fork.commit("core: follow-up 2", {"src/more.py": "Y = 2\n"})  # on feature, not pushed
     code, again, err = _pr(fork, "carry/demo-again", env)
     assert code == 0, err
     assert (again["action"], again["number"], again["head"]) == ("updated", 6, "carry/demo")
     assert sorted(gh.state.repos[FORK].pulls) == [5, 6]
+    assert git(fork.path, "ls-remote", "origin", "refs/heads/carry/demo").split()[0] == extra
     assert git(fork.path, "ls-remote", "origin", "refs/heads/carry/demo-again") == ""
 
 

@@ -203,9 +203,14 @@ def test_branch_option_moves_an_existing_branch_only_with_force(
                        rebase.Options(onto=["main"], branch="carried", force=True))
     assert res.updated and upstream.rev("carried") == res.head
     assert res.branch == "refs/heads/carried"
+    [same] = rebase.run(s, Repo.open(upstream.path),
+                        rebase.Options(onto=["main"], branch="carried"))
+    assert not same.updated and same.head == res.head  # nothing moved: its commits are kept
+    assert [p.commit for p in same.patches] == [p.commit for p in res.patches]
+    upstream.commit("Later", {"docs/y.md": "y\n"})
     [again] = rebase.run(s, Repo.open(upstream.path),
                          rebase.Options(onto=["main"], branch="carried"))
-    assert again.updated and upstream.rev("carried") == again.head
+    assert again.updated and upstream.rev("carried") == again.head != res.head
     git(upstream.path, "tag", "v-keep", "feature")
     for bad in ("refs/tags/v-keep", "-x"):
         with pytest.raises(CarryError, match="not a valid branch name"):
@@ -304,3 +309,39 @@ def test_sparse_materialize_gives_the_same_commits_as_the_full_index(
     plist2 = [patchmod.load(p.path, p.number) for p in s2.patches()]
     assert chain.materialize(repo, plist2, base, who) == chain._full(repo, plist2, base, who,
                                                                      None)
+
+
+def test_a_rebase_that_changes_nothing_keeps_the_branch_and_its_reflog(
+        upstream: CommitBuilder, make_series: MakeSeries, series_root: Path) -> None:
+    """A second run onto the same commit leaves the branch as it is (as `git rebase` says
+    "up to date"), so a CI loop does not push new shas of the same content every time."""
+    _feature(upstream)
+    _drift(upstream)
+    make_series(upstream, "feature")
+    args = ("rebase", "demo", "--repo", str(upstream.path), "--series-dir", str(series_root),
+            "--onto", "main")
+    first = run_carry(*args, "--json")
+    assert first.code == 0, first.err
+    [done] = json.loads(first.out)
+    branch = done["branch"]
+    reflog = git(upstream.path, "reflog", "show", branch)
+    again = run_carry(*args, env={"GIT_COMMITTER_DATE": "@1900000000 +0000"})
+    assert again.code == 0, again.err
+    assert f"{branch} is up to date at {done['head'][:12]}" in again.out
+    assert upstream.rev(branch) == done["head"]
+    assert git(upstream.path, "reflog", "show", branch) == reflog
+    # the same trees under another message are not the replay: the branch is rewritten
+    head = done["head"]
+    reworded = git(upstream.path, "commit-tree", f"{head}^{{tree}}", "-p", f"{head}~1",
+                   "-m", "reworded")
+    git(upstream.path, "update-ref", branch, reworded)
+    fixed = run_carry(*args, "--force", "--json")
+    assert fixed.code == 0, fixed.err
+    [d] = json.loads(fixed.out)
+    assert d["updated"] is True and d["head"] != reworded
+    assert git(upstream.path, "log", "-1", "--format=%B", branch).startswith("Zoë's fix to f")
+    # and once upstream moves, the branch moves
+    git(upstream.path, "commit", "--allow-empty", "-q", "-m", "upstream moves")
+    moved = run_carry(*args, "--json")
+    assert json.loads(moved.out)[0]["updated"] is True
+

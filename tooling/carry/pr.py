@@ -27,7 +27,7 @@ class PrResult:
     title: str
     body: str
     dry_run: bool
-    action: str  # would-open | would-update | opened | updated
+    action: str  # would-open | would-update | opened | updated | unchanged
     number: int = 0
     url: str = ""
     missing: list[str] = field(default_factory=list)
@@ -169,6 +169,10 @@ def run(series_list: list[Series], repo: Repo, branch: str, remote: str, base: s
     head = existing.head if existing else branch
     repo.push(remote, commit, head, repo.remote_head(remote, head))
     result.head = head
+    if existing and (existing.head_sha, existing.title, existing.body) == (
+            commit, body.title, body.text):
+        result.action, result.number, result.url = "unchanged", existing.number, existing.url
+        return result  # nothing to write: a loop run twice asks nothing of GitHub twice
     if existing:
         pr = forge.edit_pull(forge_repo, existing.number, title=body.title, body=body.text)
         result.action = "updated"

@@ -36,6 +36,7 @@ from carry.replay.engine import (
     replay_target,
     run_steps,
 )
+from carry.replay.reuse import keep_existing
 from carry.replay.targets import ResolvedTarget
 from carry.series import Series
 
@@ -103,6 +104,7 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
         elif done.stop is not None:
             _stop(series, repo, r, t, branches[t.slug], opts.refresh, done)
         elif not opts.dry_run:
+            keep_existing(repo, r, branches[t.slug][1])
             finishing.append((t, r))
     if finishing:
         _finish(series, repo, finishing, branches, opts.refresh)
@@ -162,9 +164,11 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
                               series.manifest.version if refresh else 0, "finishing",
                               r.head, len(r.patches)))
         paths.append(path)
-    updates = [RefUpdate(branches[t.slug][0], r.head, branches[t.slug][1]) for t, r in done]
+    moved = [(t, r) for t, r in done if r.head != branches[t.slug][1]]
+    updates = [RefUpdate(branches[t.slug][0], r.head, branches[t.slug][1]) for t, r in moved]
     try:
-        repo.set_refs(updates, targetmod.reflog_message(series.name, [t for t, _ in done]))
+        if updates:
+            repo.set_refs(updates, targetmod.reflog_message(series.name, [t for t, _ in moved]))
     except GitError as exc:
         for path in paths:
             path.unlink(missing_ok=True)
@@ -173,7 +177,7 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
             r.message = f"a branch moved while carry worked; no branch was written ({exc})"
         return
     for (t, r), path in zip(done, paths, strict=True):
-        r.updated = True
+        r.updated = r.head != branches[t.slug][1]
         if refresh:
             r.refreshed = _refresh(series, repo, r, t)
         path.unlink(missing_ok=True)

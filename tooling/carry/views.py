@@ -168,6 +168,8 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
             render.say(f"  {r.target}: {r.message}")
         if r.updated:
             render.say(f"  {r.target}: {r.branch} -> {_short(r.head)}")
+        elif r.status == "applied" and not r.dry_run and r.branch:
+            render.say(f"  {r.target}: {r.branch} is up to date at {_short(r.head)}")
         if r.conflict:
             c = r.conflict
             render.say(f"  {r.target}: CONFLICT in {c.file} \"{c.subject}\" by {c.author}")

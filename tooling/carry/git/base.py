@@ -91,6 +91,8 @@ class Base:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _odb: tuple[Path, bool] | None = field(default=None, repr=False)
     _trees: dict[str, dict[bytes, tuple[bytes, str]]] = field(default_factory=dict, repr=False)
+    _bodies: dict[str, bytes] = field(default_factory=dict, repr=False)
+    _commits: dict[str, RawCommit] = field(default_factory=dict, repr=False)
     _carry: Path | None = field(default=None, repr=False)
 
     def _run(

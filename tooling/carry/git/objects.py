@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import tempfile
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from carry.errors import CarryError
 from carry.git.base import Base, GitError, Ident, RawCommit
 
 Entry = tuple[bytes, str]  # (mode, sha) of one tree entry
+_ENTRY = re.compile(rb"(\d+) ([^\0]*)\0(.{20})", re.S)  # one entry of a tree object
 
 
 class Objects(Base):
@@ -31,24 +33,54 @@ class Objects(Base):
 
     def read_object(self, rev: str) -> tuple[str, str, bytes]:
         """Return (sha, type, body) through the long-lived cat-file process."""
+        return self.read_objects([rev])[0]
+
+    def read_objects(self, revs: Sequence[str]) -> list[tuple[str, str, bytes]]:
+        """(sha, type, body) of each rev, asked for in groups: cat-file answers a group in one
+        exchange instead of a round trip per object. A group's requests (under 64 KiB) fit in
+        the pipe, so writing them all before reading cannot block."""
+        out, unknown = [], []
         with self._lock:
             proc = self._batch()
             assert proc.stdin and proc.stdout
-            proc.stdin.write(rev.encode() + b"\n")
-            proc.stdin.flush()
-            header = proc.stdout.readline().decode().split()
-            if len(header) != 3:
-                raise CarryError(f"unknown object {rev!r} in {self.path}")
-            sha, kind, size = header
-            body = proc.stdout.read(int(size))
-            proc.stdout.read(1)
-        return sha, kind, body
+            for at in range(0, len(revs), 512):
+                group = revs[at:at + 512]
+                proc.stdin.write(b"".join(rev.encode() + b"\n" for rev in group))
+                proc.stdin.flush()
+                for rev in group:  # every answer is read, so the next exchange starts clean
+                    header = proc.stdout.readline().decode().split()
+                    if len(header) != 3:
+                        unknown.append(rev)
+                        continue
+                    sha, kind, size = header
+                    out.append((sha, kind, proc.stdout.read(int(size))))
+                    proc.stdout.read(1)
+        if unknown:
+            raise CarryError(f"unknown object {unknown[0]!r} in {self.path}")
+        return out
 
     def read_commit(self, rev: str) -> RawCommit:
-        sha, kind, body = self.read_object(rev)
-        if kind != "commit":
-            raise CarryError(f"{rev!r} is a {kind}, not a commit")
-        return parse_commit(sha, body)
+        return self.read_commits([rev])[0]
+
+    def read_commits(self, revs: Sequence[str]) -> list[RawCommit]:
+        """Commits, each parsed once per handle when named by its id (commits never change;
+        a replay reads each patch's commit several times), the rest read in one exchange."""
+        missing = [rev for rev in revs if rev not in self._commits]
+        read = dict(zip(missing, self.read_objects(missing), strict=True)) if missing else {}
+        if len(self._commits) + len(missing) > 65536:
+            self._commits.clear()
+        out = []
+        for rev in revs:
+            commit = self._commits.get(rev)
+            if commit is None:
+                sha, kind, body = read[rev]
+                if kind != "commit":
+                    raise CarryError(f"{rev!r} is a {kind}, not a commit")
+                commit = parse_commit(sha, body)
+                if rev == sha:
+                    self._commits[sha] = commit
+            out.append(commit)
+        return out
 
     def close(self) -> None:
         if self._catfile is not None:
@@ -118,19 +150,26 @@ class Objects(Base):
         """A tree's entries, name -> (mode, sha), parsed from cat-file (trees never change)."""
         items = self._trees.get(tree)
         if items is None:
-            sha, kind, body = self.read_object(tree)
+            self.read_trees([tree])
+            items = self._trees[tree]
+        return items
+
+    def read_trees(self, trees: Sequence[str]) -> None:
+        """Parse and keep the trees not kept yet, read in one exchange."""
+        missing = [t for t in dict.fromkeys(trees) if t not in self._trees]
+        for tree, (_, kind, body) in zip(missing, self.read_objects(missing), strict=True):
             if kind != "tree":
                 raise CarryError(f"{tree[:12]} is a {kind}, not a tree")
-            items, i = {}, 0
-            while i < len(body):
-                sp = body.index(b" ", i)
-                nul = body.index(b"\0", sp)
-                items[body[sp + 1:nul]] = (body[i:sp], body[nul + 1:nul + 21].hex())
-                i = nul + 21
-            if len(self._trees) > 4096:
-                self._trees.clear()
-            self._trees[tree] = items
-        return items
+            items = {name: (mode, raw.hex()) for mode, name, raw in _ENTRY.findall(body)}
+            self._remember(tree, items, body)
+
+    def _remember(self, tree: str, items: dict[bytes, Entry], body: bytes) -> None:
+        """Keep a tree's entries and bytes: an edit of it then rewrites only what changed."""
+        if len(self._trees) > 4096:
+            self._trees.clear()
+            self._bodies.clear()
+        self._trees[tree] = items
+        self._bodies[tree] = body
 
     def tree_changes(self, a: str, b: str, prefix: bytes = b""
                      ) -> dict[bytes, tuple[Entry | None, Entry | None]]:
@@ -139,21 +178,24 @@ class Objects(Base):
         file on one side and a directory on the other raises."""
         if a == b:
             return {}
+        self.read_trees([t for t in (a, b) if t])
         ia = self.tree_items(a) if a else {}
         ib = self.tree_items(b) if b else {}
         out: dict[bytes, tuple[Entry | None, Entry | None]] = {}
-        for name in ia.keys() | ib.keys():
+        subtrees = []
+        for name in {n for n, _ in ia.items() ^ ib.items()}:  # set operations, not a loop
             ea, eb = ia.get(name), ib.get(name)
-            if ea == eb:
-                continue
             ta, tb = bool(ea and ea[0] == b"40000"), bool(eb and eb[0] == b"40000")
             if ea and eb and ta != tb:
                 raise CarryError(f"{(prefix + name).decode('utf-8', 'replace')} changes type")
             if ta or tb:
-                out.update(self.tree_changes(ea[1] if ea and ta else "",
-                                             eb[1] if eb and tb else "", prefix + name + b"/"))
+                subtrees.append((ea[1] if ea and ta else "", eb[1] if eb and tb else "",
+                                 prefix + name + b"/"))
             else:
                 out[prefix + name] = (ea, eb)
+        self.read_trees([t for sa, sb, _ in subtrees for t in (sa, sb) if t])
+        for sa, sb, sub in subtrees:
+            out.update(self.tree_changes(sa, sb, sub))
         return out
 
     def tree_lookup(self, tree: str, path: bytes) -> Entry | None:
@@ -170,7 +212,8 @@ class Objects(Base):
         """`tree` with each path set to (mode, sha) or removed (None), the new trees written
         in-process; None for a tree left empty. A change that would turn a file into a
         directory raises, so that callers fall back to git's own index handling."""
-        items = dict(self.tree_items(tree)) if tree else {}
+        old = self.tree_items(tree) if tree else {}
+        items = dict(old)
         nested: dict[bytes, dict[bytes, Entry | None]] = {}
         for path, value in changes.items():
             first, sep, rest = path.partition(b"/")
@@ -191,11 +234,13 @@ class Objects(Base):
                 items[name] = (b"40000", new)
         if not items:
             return None
-        order = sorted(items, key=lambda n: n + b"/" if items[n][0] == b"40000" else n)
-        body = b"".join(items[n][0] + b" " + n + b"\0" + bytes.fromhex(items[n][1])
-                        for n in order)
+        body = _spliced(self._bodies.get(tree or ""), old, items)
+        if body is None:
+            order = sorted(items, key=lambda n: n + b"/" if items[n][0] == b"40000" else n)
+            body = b"".join(items[n][0] + b" " + n + b"\0" + bytes.fromhex(items[n][1])
+                            for n in order)
         sha = self.write_object("tree", body)
-        self._trees[sha] = items
+        self._remember(sha, items, body)
         return sha
 
     def show_file(self, treeish: str, path: str) -> bytes | None:
@@ -205,6 +250,29 @@ class Objects(Base):
     def committer_ident(self) -> Ident:
         """The running user as git itself would record them (config and GIT_COMMITTER_*)."""
         return Ident.parse(self._out("var", "GIT_COMMITTER_IDENT"))
+
+
+def _spliced(body: bytes | None, old: dict[bytes, Entry], new: dict[bytes, Entry]
+             ) -> bytes | None:
+    """`body` (the bytes of the tree `old`) with the entries that `new` replaces rewritten in
+    place; None when names come or go or a file becomes a directory (the order may change),
+    or an entry's bytes are not unique in `body`. Most edits replace one entry per level, and
+    this spares re-serializing the rest."""
+    if body is None or new.keys() != old.keys():
+        return None
+    for name, entry in new.items():
+        was = old[name]
+        if entry == was:
+            continue
+        if (entry[0] == b"40000") != (was[0] == b"40000"):
+            return None
+        before = was[0] + b" " + name + b"\0" + bytes.fromhex(was[1])
+        at = body.find(before)
+        if at < 0 or body.find(before, at + 1) >= 0:
+            return None
+        body = body[:at] + entry[0] + b" " + name + b"\0" + bytes.fromhex(entry[1]) + \
+            body[at + len(before):]
+    return body
 
 
 def parse_commit(sha: str, body: bytes) -> RawCommit:

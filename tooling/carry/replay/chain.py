@@ -76,8 +76,7 @@ def chain(repo: Repo, files: Sequence[tuple[int, str, bytes]], base: str) -> lis
     shas = _cached(repo, ref, base, len(files))
     if shas is not None:
         out = []
-        for (number, name, data), sha in zip(files, shas, strict=True):
-            commit = repo.read_commit(sha)
+        for (number, name, data), commit in zip(files, repo.read_commits(shas), strict=True):
             m = FROM_LINE.match(data)
             patch = patchmod.Patch(number, name, m.group(1).decode() if m else "",
                                    commit.author, commit.message, b"", (), commit.encoding)

@@ -192,14 +192,19 @@ def _batch(repo: Repo, run: list[tuple[int, RawCommit]], cache: dict[int, Change
         merged = repo.merge_tree(graft, run[-1][1].sha)
         if not merged.clean:
             return {}
+        # what the merge changed; a change outside the run's paths (an upstream rename) means
+        # the patches go one by one
+        diff = repo.tree_changes(head_tree, merged.tree)
+        if not diff.keys() <= set().union(*changes):
+            return {}
         out, tree = {}, head_tree
-        for (j, _), ch in zip(run, changes, strict=True):
-            edits = {p: repo.tree_lookup(merged.tree, p) for p in ch}
-            tree = repo.edit_tree(tree, edits) or repo.write_object("tree", b"")
+        for (j, _), ch in zip(run[:-1], changes[:-1], strict=True):
+            edits = {p: diff[p][1] for p in ch if p in diff}
+            if edits:
+                tree = repo.edit_tree(tree, edits) or repo.write_object("tree", b"")
             out[j] = tree
-        # a merge result outside the run's paths (an upstream rename) leaves `tree` short of
-        # the merge's: then the patches go one by one
-        return out if tree == merged.tree else {}
+        out[run[-1][0]] = merged.tree  # the last patch's tree is the merge's own
+        return out
     except CarryError:
         return {}
 

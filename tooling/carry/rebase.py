@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-import re
 import shutil
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -29,18 +28,16 @@ from carry.replay import targets as targetmod
 from carry.replay.chain import Carried, load_chain
 from carry.replay.engine import (
     Conflict,
-    PatchResult,
     Replayed,
     TargetResult,
     forecast,
     replay_target,
     run_steps,
 )
+from carry.replay.resolution import take_resolution
 from carry.replay.reuse import keep_existing
 from carry.replay.targets import ResolvedTarget
 from carry.series import Series
-
-_MARKER = re.compile(rb"^(?:<{7}|>{7})(?: |$)", re.M)
 
 
 @dataclass
@@ -290,7 +287,7 @@ def resume(series: Series, repo: Repo, action: str,
         if action == "skip":
             step.status, step.reason = "skipped", "left out with --skip"
         else:
-            head = _take_resolution(repo, wt, step, head, state["paths"], committer)
+            head = take_resolution(repo, wt, step, head, state["paths"], committer)
         for later in steps[pos + 1:]:
             if later.status == "would-conflict":  # a forecast: replayed for real now
                 later.status, later.forecast = "pending", []
@@ -320,32 +317,6 @@ def resume(series: Series, repo: Repo, action: str,
         result.refreshed = _refresh(series, repo, result, t)
     path.unlink(missing_ok=True)
     return [result]
-
-
-def _take_resolution(repo: Repo, wt: Path, step: PatchResult, head: str, paths: Sequence[str],
-                     committer: Ident) -> str:
-    if not wt.is_dir():
-        raise CarryError(f"the conflict worktree {wt} is gone", hint="carry rebase --abort")
-    work = Repo(wt.resolve())
-    try:
-        tree = work.stage_tracked()
-        source = repo.read_commit(step.source)
-        for p in paths:
-            data = (wt / p).read_bytes() if (wt / p).is_file() else b""
-            known = max(len(_MARKER.findall(repo.show_file(rev, p) or b""))
-                        for rev in (head, step.source))
-            if len(_MARKER.findall(data)) > known:
-                raise CarryError(f"{p} still has conflict markers in {wt}",
-                                 hint="resolve them, or carry rebase --skip")
-    finally:
-        work.close()
-    if tree == repo.read_commit(head).tree:
-        step.status, step.reason = "dropped", "empty after the conflict was resolved"
-        return head
-    new = repo.write_commit(tree, [head], source.message, source.author, committer,
-                            source.encoding)
-    step.status, step.reason, step.commit = "applied", "conflict resolved", new
-    return new
 
 
 # -- refresh ------------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from typing import Any
 
 from carry import atomic, render, scratch
 from carry.errors import CarryError, ValidationFailed
-from carry.git import Ident, Repo
+from carry.git import Repo
+from carry.replay.baseline import baseline_commit
 from carry.series import Series
 from carry.validate import cache, engines, plan
 from carry.validate.results import (
@@ -33,7 +34,6 @@ from carry.validate.results import (
 )
 
 # A fixed identity for the commits validate makes itself, so equal inputs give equal commits.
-_CARRY = Ident("carry validate", "carry@localhost", "0 +0000")
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
 Progress = Callable[[int, int, str], None]
@@ -123,12 +123,6 @@ def _worktrees(repo: Repo, commits: dict[str, str]) -> Iterator[dict[str, Repo]]
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _baseline_commit(repo: Repo, t: Target, files: list[str]) -> str:
-    tree = repo.overlay_tree(t.onto, t.head, files)
-    msg = b"carry validate --baseline: the series' test files on the unfixed base\n"
-    return repo.write_commit(tree, [t.onto], msg, _CARRY, _CARRY)
-
-
 def run(
     series: Series,
     repo: Repo,
@@ -162,7 +156,7 @@ def run(
                   if plan.is_test_file(p, tp.suites)]
     modules = [p for p in test_files
                if p in changed and plan.is_test_module(p) and _in_suites(p, tp.suites)]
-    base_commit = _baseline_commit(repo, t, test_files) if baseline else ""
+    base_commit = baseline_commit(repo, t.onto, t.head, test_files) if baseline else ""
     head_tree = repo.rev_parse(t.head, "tree")
     key = cache.key({
         "head_tree": head_tree, "onto_tree": repo.rev_parse(t.onto, "tree"),

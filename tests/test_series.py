@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from carry import atomic
 from carry import series as seriesmod
 from carry.errors import CarryError
 from carry.series import ManifestError
@@ -195,7 +196,7 @@ def test_failed_save_leaves_the_old_directory(series_root: Path,
     def boom(d: Path) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(seriesmod, "_fsync_tree", boom)
+    monkeypatch.setattr(atomic, "_flush", boom)
     with pytest.raises(OSError, match="disk full"):
         seriesmod.write_series(s.root, s.manifest, {"0001-a.patch": b"x"})
     monkeypatch.undo()

@@ -97,12 +97,12 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
             _within_history(repo, commits, base, desc)
             if not commits:
                 raise CarryError(f"{desc} has no commits on top of {base[:12]}")
-            merges = repo.rev_list("--merges", f"{base}..{head}")
+            read = {sha: repo.read_commit(sha) for sha in commits}
+            merges = [sha for sha in reversed(commits) if len(read[sha].parents) > 1]
             if merges:
                 raise CarryError(f"{desc} contains merge commit {merges[0][:12]}; "
                                  "a series must be linear")
-            read = {sha: repo.read_commit(sha) for sha in commits}
-            tree = repo.rev_parse(base, "tree")
+            tree = repo.read_commit(base).tree
             for sha in commits:
                 if read[sha].tree == tree:
                     raise _lost(sha, read[sha].subject, "it changes nothing")

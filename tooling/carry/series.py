@@ -14,14 +14,13 @@ from __future__ import annotations
 import errno
 import os
 import re
-import shutil
 import stat
-import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from carry import scratch
+from carry import atomic
+from carry.atomic import refuse_link
 from carry.errors import CarryError
 from carry.manifest import (
     SCHEMA,
@@ -208,12 +207,6 @@ def read_regular(path: Path) -> bytes | None:
         return fh.read()
 
 
-def _refuse_link(path: Path) -> None:
-    if path.is_symlink():
-        raise CarryError(f"{path}: is a symbolic link; carry follows no link out of a series "
-                         "directory", hint="replace the link with the directory itself")
-
-
 def _text(path: Path) -> str | None:
     data = read_regular(path)
     try:
@@ -223,7 +216,7 @@ def _text(path: Path) -> str | None:
 
 
 def list_patches(pdir: Path) -> list[PatchFile]:
-    _refuse_link(pdir)
+    refuse_link(pdir)
     if pdir.exists() and not pdir.is_dir():
         raise CarryError(f"{pdir}: not a directory (patches/ holds one file per patch)")
     if not pdir.is_dir():
@@ -232,7 +225,7 @@ def list_patches(pdir: Path) -> list[PatchFile]:
     for p in sorted(pdir.iterdir()):
         if p.name.startswith("."):
             continue
-        _refuse_link(p)
+        refuse_link(p)
         m = PATCH_NAME.match(p.name)
         if not m:
             raise CarryError(f"{p}: not a patch file name (expected NNNN-slug.patch)")
@@ -247,7 +240,7 @@ def list_patches(pdir: Path) -> list[PatchFile]:
 
 def load(root: Path) -> Series:
     path = root / MANIFEST
-    _refuse_link(root)
+    refuse_link(root)
     text = _text(path)
     if text is None:
         raise CarryError(f"{path}: no manifest")
@@ -265,11 +258,13 @@ def load(root: Path) -> Series:
 
 
 def write_series(
-    root: Path, manifest: Manifest, patches: dict[str, bytes] | None, cover: str | None = None
+    root: Path, manifest: Manifest, patches: dict[str, bytes] | None, cover: str | None = None,
+    also: dict[str, bytes] | None = None,
 ) -> bool:
     """Write a whole series directory atomically; returns False when no byte would change.
 
     `patches` maps file names to bytes and replaces the patch set; None keeps the current one.
+    `also` adds files (by path in the directory) in the same step: a version kept aside.
     """
     check_name(root.name)
     manifest_text = dump_manifest(manifest)
@@ -279,93 +274,20 @@ def write_series(
     for fname in new_patches:
         if not PATCH_NAME.match(fname):
             raise CarryError(f"{root}: cannot write {fname!r}: not a NNNN-slug.patch name")
-    _refuse_link(root)
+    refuse_link(root)
     old_cover = _text(root / COVER)
     new_cover = old_cover if cover is None else cover
     old_manifest = _text(root / MANIFEST)
     if (old_manifest, old_patches, old_cover) == (manifest_text, new_patches, new_cover):
         return False
-    root.parent.mkdir(parents=True, exist_ok=True)
-    scratch.sweep(root.parent, f".{root.name}.new-")
-    tmp = Path(tempfile.mkdtemp(prefix=scratch.prefix(f".{root.name}.new-"),
-                                dir=str(root.parent)))
-    tmp.chmod(0o755)
-    try:
-        (tmp / PATCH_DIR).mkdir()
-        for fname, data in new_patches.items():
-            _write_synced(tmp / PATCH_DIR / fname, data)
-        if new_cover is not None:
-            _write_synced(tmp / COVER, new_cover.encode("utf-8"))
-        for extra in root.iterdir() if root.is_dir() else ():
-            if extra.name not in (MANIFEST, COVER, PATCH_DIR):
-                _copy(extra, tmp / extra.name)
-        _write_synced(tmp / MANIFEST, manifest_text.encode("utf-8"))
-        _fsync_tree(tmp)
-        _swap_in(tmp, root)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    files = {f"{PATCH_DIR}/{fname}": data for fname, data in new_patches.items()}
+    if new_cover is not None:
+        files[COVER] = new_cover.encode("utf-8")
+    files[MANIFEST] = manifest_text.encode("utf-8")
+    atomic.write_dir(root, {**files, **(also or {})}, [PATCH_DIR],
+                     keep=lambda name: name not in (MANIFEST, COVER, PATCH_DIR))
     return True
 
 
 def save_manifest(series: Series) -> bool:
     return write_series(series.root, series.manifest, None)
-
-
-def _copy(src: Path, dst: Path) -> None:
-    """Other files of the series move with it; a link among them is refused, never followed,
-    so a rewrite cannot copy a file or folder from outside into the series."""
-    for p in [src, *(src.rglob("*") if src.is_dir() and not src.is_symlink() else ())]:
-        _refuse_link(p)
-    if src.is_dir():
-        shutil.copytree(src, dst)
-    else:
-        shutil.copy2(src, dst)
-
-
-def _write_synced(path: Path, data: bytes) -> None:
-    """Write and flush a file's data through the one descriptor: no second open to sync it."""
-    with open(path, "xb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fdatasync(fh.fileno())
-
-
-def _fsync_tree(d: Path) -> None:
-    """Flush what the new directory holds: the files copied from the old one (patches, cover
-    and manifest are flushed as they are written), then each directory's entries, once."""
-    written = {d / MANIFEST, d / COVER}
-    for p in d.rglob("*"):
-        if p.is_file() and p not in written and p.parent != d / PATCH_DIR:
-            with open(p, "rb") as fh:
-                os.fsync(fh.fileno())
-    for sub in [d, *(p for p in d.rglob("*") if p.is_dir() and not p.is_symlink())]:
-        fd = os.open(sub, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
-def _swap_in(new: Path, root: Path) -> None:
-    """Put `new` at `root`; the old contents end up at `new`, which the caller removes."""
-    if not root.exists():
-        os.rename(new, root)
-        new.mkdir()
-        return
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)  # the running process already has libc loaded
-    fn = getattr(libc, "renameat2", None)
-    if fn is not None:
-        rc = fn(_AT_FDCWD, os.fsencode(new), _AT_FDCWD, os.fsencode(root), _RENAME_EXCHANGE)
-        if rc == 0:
-            return
-    # Fallback: two renames; a crash between them leaves the old copy beside the new one.
-    old = new.with_name(new.name + ".old")
-    os.rename(root, old)
-    os.rename(new, root)
-    os.rename(old, new)

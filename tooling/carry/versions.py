@@ -42,7 +42,10 @@ def tag(series: Series) -> str | None:
 
     An existing tag with other content is never moved: versions are immutable.
     """
-    repo = toolkit_repo(series)
+    return _tag(series, toolkit_repo(series))
+
+
+def _tag(series: Series, repo: Repo | None) -> str | None:
     if series.manifest.version == 0:
         return None
     if repo is None:
@@ -140,20 +143,34 @@ def write_next(root: Path, manifest: Manifest, files: dict[str, bytes], summary:
     """The one way a new version of a series is made, by import and by refresh alike: the
     version before it is tagged (so range-diff can reach it), the number goes up by one with
     one changelog line, the directory is swapped in atomically, and the new version tagged.
-    Returns the version and its tag ("" when there is nowhere to keep one)."""
-    from carry.series import find, write_series
+    Outside a checkout the new version's kept copy is written in the same swap as the
+    series. Returns the version and its tag ("" when there is nowhere to keep one)."""
+    from carry.series import dump_manifest, find, write_series
 
-    if (root / MANIFEST).exists():
+    root.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        repo: Repo | None = Repo.open(root if root.is_dir() else root.parent)
+    except CarryError:
+        repo = None
+    try:
+        if (root / MANIFEST).exists():
+            with contextlib.suppress(CarryError):
+                _tag(find(root.parent, root.name), repo)
+        manifest.version += 1
+        date = today or dt.datetime.now(dt.UTC).date().isoformat()
+        manifest.changelog.append(ChangelogEntry(manifest.version, date, summary))
+        kept_dir = f"{KEPT}/v{manifest.version}"
+        also = {} if repo is not None or (root / kept_dir).is_dir() else {
+            f"{kept_dir}/{MANIFEST}": dump_manifest(manifest).encode("utf-8"),
+            **{f"{kept_dir}/{PATCH_DIR}/{name}": data for name, data in files.items()}}
+        write_series(root, manifest, files, also=also)
+        kept = ""
         with contextlib.suppress(CarryError):
-            tag(find(root.parent, root.name))
-    manifest.version += 1
-    date = today or dt.datetime.now(dt.UTC).date().isoformat()
-    manifest.changelog.append(ChangelogEntry(manifest.version, date, summary))
-    write_series(root, manifest, files)
-    kept = ""
-    with contextlib.suppress(CarryError):
-        kept = tag(find(root.parent, root.name)) or ""
-    return manifest.version, kept
+            kept = _tag(find(root.parent, root.name), repo) or ""
+        return manifest.version, kept
+    finally:
+        if repo is not None:
+            repo.close()
 
 
 def restore(series: Series, version: int) -> bool:

@@ -169,26 +169,24 @@ def open_path(path: str | Path) -> Path:
     p = Path(path).expanduser()
     if not p.exists():
         raise CarryError(f"repository does not exist: {p}")
-    # --show-toplevel fails in a bare repository, so ask for the git dir as well.
+    # --show-toplevel fails in a bare repository and inside .git, after the other three
+    # answers are printed: one process either way.
     out = subprocess.run(
         ["git", "-C", str(p), "rev-parse", "--is-bare-repository", "--absolute-git-dir",
-         "--show-object-format"],
+         "--show-object-format", "--show-toplevel"],
         capture_output=True, stdin=subprocess.DEVNULL,
     )
-    if out.returncode != 0:
+    lines = out.stdout.decode().splitlines()
+    if len(lines) < 3 or lines[0] not in ("true", "false"):
         raise CarryError(f"not a git repository: {p}")
-    bare, git_dir, object_format = out.stdout.decode().splitlines()[:3]
+    _, git_dir, object_format = lines[:3]
     if object_format != "sha1":
         # Patch files, the manifest and carry's object writer all name SHA-1 ids.
         raise CarryError(f"{p} is a {object_format.upper().replace('SHA', 'SHA-')} "
                          "repository; carry supports SHA-1 repositories only")
-    if bare == "true":
+    if out.returncode != 0 or len(lines) < 4:  # bare, or inside .git itself
         return Path(git_dir).resolve()
-    top = subprocess.run(["git", "-C", str(p), "rev-parse", "--show-toplevel"],
-                         capture_output=True, stdin=subprocess.DEVNULL)
-    if top.returncode != 0:  # inside .git itself
-        return Path(git_dir).resolve()
-    return Path(top.stdout.decode().strip()).resolve()
+    return Path(lines[3]).resolve()
 
 
 def clone_bare(url: str, dest: Path) -> Path:

@@ -5,6 +5,7 @@ the pid, so a later run can tell a dead run's leftover."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -109,6 +110,7 @@ def _link_file(src: str, dst: str) -> None:
             os.fsync(fh.fileno())
 
 
+@functools.cache
 def _libc() -> Any:
     import ctypes
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,10 +32,11 @@ class ImportResult:
     note: str = ""
 
 
-def open_source(spec: str, workdir: Path) -> Repo:
-    """A local path, or a URL cloned (bare) into a temporary directory."""
+def open_source(spec: str, scratch: ExitStack) -> Repo:
+    """A local path, or a URL cloned (bare) into a temporary directory that `scratch` removes."""
     if re.match(r"^[a-z+]+://", spec) or re.match(r"^[\w.-]+@[\w.-]+:", spec):
-        return Repo.clone(spec, workdir / "source.git")
+        tmp = scratch.enter_context(tempfile.TemporaryDirectory(prefix="carry-import-"))
+        return Repo.clone(spec, Path(tmp) / "source.git")
     return Repo.open(spec)
 
 
@@ -88,8 +90,8 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
          pr: int | None, base_ref: str | None, title: str | None,
          today: str | None) -> ImportResult:
     existing = seriesmod.find(root, name) if (root / name / seriesmod.MANIFEST).exists() else None
-    with tempfile.TemporaryDirectory(prefix="carry-import-") as tmp:
-        repo = open_source(source, Path(tmp))
+    with ExitStack() as scratch:
+        repo = open_source(source, scratch)
         try:
             ref = base_ref or (existing.manifest.base.ref if existing else "")
             base, head, desc = resolve_range(repo, rng, branch, pr, ref)
@@ -107,7 +109,7 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
                 if read[sha].tree == tree:
                     raise _lost(sha, read[sha].subject, "it changes nothing")
                 tree = read[sha].tree
-            formatted = repo.format_patch(base, head)
+            formatted = repo.format_patch(base, head, commits)
             _same_commits(read, [sha for sha, _ in formatted])
             files = {}
             for i, (sha, text) in enumerate(formatted, 1):

@@ -166,7 +166,8 @@ def write_next(root: Path, manifest: Manifest, files: dict[str, bytes], summary:
         write_series(root, manifest, files, also=also)
         kept = ""
         with contextlib.suppress(CarryError):
-            kept = _tag(find(root.parent, root.name), repo) or ""
+            kept = f"{KEPT}/v{manifest.version}" if repo is None else (
+                _tag(find(root.parent, root.name), repo) or "")
         return manifest.version, kept
     finally:
         if repo is not None:

@@ -28,25 +28,39 @@ FORMAT_PATCH_ARGS = (
 
 
 class History(Objects):
-    def format_patch(self, base: str, head: str) -> list[tuple[str, bytes]]:
-        """Every commit of base..head as (sha, format-patch bytes), oldest first, one process.
+    def format_patch(self, base: str, head: str,
+                     commits: Sequence[str] | None = None) -> list[tuple[str, bytes]]:
+        """Every commit of base..head as (sha, format-patch bytes), oldest first, one process;
+        a commit that changes nothing has no patch. `commits` is the range as rev-list gives
+        it, oldest first (looked up when not given).
 
-        git writes each patch to its own numbered file: a stream would have to be split on
-        `From <sha>` lines, which a commit message can hold too.
+        git writes the patches to stdout, one blank line between two, and the stream is cut
+        where the next commit's `From <sha> Mon Sep 17 00:00:00 2001` line starts. A message
+        may hold such a line, but not for the commit that comes after it: that sha hashes
+        this commit's own sha, so no patch can name it; an earlier one may be named, so a
+        patch starts only at the position where the last one ended.
         """
-        with tempfile.TemporaryDirectory(prefix="carry-fp-") as tmp:
-            self._run(*STABLE_CONFIG, "format-patch", "-o", tmp, "--numbered-files",
-                      *FORMAT_PATCH_ARGS, f"{base}..{head}")
-            out = []
-            for f in sorted(Path(tmp).iterdir(), key=lambda p: int(p.name)):
-                data = f.read_bytes()
-                if not data:
-                    continue  # a commit that changes nothing: the caller names it
-                m = FROM_LINE.match(data)
-                if m is None:
-                    raise GitError(f"git format-patch wrote {f.name} without its From line")
-                out.append((m.group(1).decode(), data))
-            return out
+        if commits is None:
+            commits = self._out("rev-list", "--reverse", "--topo-order",
+                                f"{base}..{head}").split()
+        out = self._run(*STABLE_CONFIG, "format-patch", "--stdout", *FORMAT_PATCH_ARGS,
+                        f"{base}..{head}").stdout
+        marks = [b"From %s Mon Sep 17 00:00:00 2001\n" % sha.encode() for sha in commits]
+        patches: list[tuple[str, bytes]] = []
+        pos, k = 0, 0
+        while pos < len(out):
+            while k < len(marks) and not out.startswith(marks[k], pos):
+                k += 1  # no patch for commit k: it changes nothing
+            if k == len(marks):
+                raise GitError(f"git format-patch wrote a patch for no commit of {base[:12]}.."
+                               f"{head[:12]} at byte {pos}")
+            ends = (out.find(b"\n" + m, pos) for m in marks[k + 1:])
+            end = next((e for e in ends if e != -1), len(out))
+            if end < len(out) and out[end - 1:end + 1] != b"\n\n":
+                raise GitError(f"git format-patch wrote no blank line after {commits[k][:12]}")
+            patches.append((commits[k], out[pos:end]))
+            pos, k = end + 1 if end < len(out) else end, k + 1
+        return patches
 
     def diff_patch_ids(self, diffs: Sequence[bytes]) -> list[str | None]:
         """The patch-id of each diff (None for one with no change), in one process."""

@@ -2,7 +2,8 @@
 `validate` all commit a series through `materialize`, and the series on its recorded base is
 cached as a chain under `refs/carry/cache/`, so a daily rebase parses no patch file.
 
-A patch is committed through a small private index of only the entries it names; when its
+A patch is applied in-process when its hunks stand exactly where git would apply them
+(`hunks`), or else through a small private index of only the entries it names; when its
 preimage is not exactly what the tree holds (an offset, a patch cut for another base) the
 whole series goes through one private index of the full tree instead, which is slower in a
 wide tree and is the one that words the errors.
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from carry import patches as patchmod
 from carry.errors import CarryError
 from carry.git import ANY, FROM_LINE, ApplyError, Entry, Ident, RawCommit, Repo
+from carry.replay import hunks
 from carry.replay.preimage import preimage
 from carry.series import Base, Series
 
@@ -158,9 +160,10 @@ def _sparse(repo: Repo, plist: Sequence[patchmod.Patch], base: str, committer: I
 def _apply_one(repo: Repo, tree: str, diff: bytes) -> tuple[dict[bytes, Entry],
                                                              dict[bytes, Entry]]:
     """(before, after) of one patch on `tree`, for the paths it names. The entries it reads
-    come from its own `index` lines, checked against the tree in-process, so `git apply
-    --cached` on a small index is the one process; a diff whose lines do not say for sure
-    goes through `--build-fake-ancestor` (four processes)."""
+    come from its own `index` lines, checked against the tree in-process. Hunks whose lines
+    stand exactly where git would put them are applied in-process (no process at all);
+    otherwise `git apply --cached` on a small index is the one process; a diff whose lines do
+    not say for sure goes through `--build-fake-ancestor` (four processes)."""
     expect = preimage(diff)
     if expect is None:
         before, after = repo.apply_sparse(diff)
@@ -174,4 +177,5 @@ def _apply_one(repo: Repo, tree: str, diff: bytes) -> tuple[dict[bytes, Entry],
                 sha not in (None, have[1]):
             raise _NotExact
         before[path] = have
-    return before, repo.apply_entries(diff, before)
+    done = hunks.apply(diff, before, repo.read_object, repo.write_object)
+    return before, repo.apply_entries(diff, before) if done is None else done

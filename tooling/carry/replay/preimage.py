@@ -64,7 +64,7 @@ def _section(section: bytes) -> tuple[bytes, Expect] | None:
         name = _unquote(head[b"--- "].removesuffix(b"\t"))
         path = name[2:] if name is not None and name.startswith(b"a/") else None
     else:
-        path = _same_names(lines[0][len(b"diff --git "):])
+        path = same_names(lines[0][len(b"diff --git "):])
     mode = head.get(b"old mode ") or head.get(b"deleted file mode ") or (
         index.group(3) if index else None)
     if not path:
@@ -75,7 +75,7 @@ def _section(section: bytes) -> tuple[bytes, Expect] | None:
     return path, (mode, sha)
 
 
-def _same_names(names: bytes) -> bytes | None:
+def same_names(names: bytes) -> bytes | None:
     """X from `a/X b/X`, the header of a section that neither renames nor copies."""
     if names.startswith(b'"'):
         m = re.fullmatch(rb'("(?:[^"\\]|\\.)*") ("(?:[^"\\]|\\.)*")', names)

@@ -19,7 +19,9 @@ def _dead_pid() -> int:
 
 def test_the_next_run_cleans_what_a_dead_run_left(upstream: CommitBuilder, series_root: Path,
                                                   tmp_path: Path) -> None:
-    upstream.commit("Change\n", {"src/core.py": "changed\n"})
+    # A binary change: carry leaves it to `git apply --cached`, so apply takes a private index
+    # in .git/carry (a text patch it applies in-process needs no scratch, and sweeps nothing).
+    upstream.commit("Change\n", {"src/core.bin": bytes(range(256))})
     upstream.branch("feature")
     dead, live = _dead_pid(), os.getpid()
     carry_dir = Path(git(upstream.path, "rev-parse", "--absolute-git-dir")) / "carry"

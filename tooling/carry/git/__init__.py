@@ -19,7 +19,7 @@ from carry.git.base import (
     clone_bare,
     open_path,
 )
-from carry.git.history import FORMAT_PATCH_ARGS, FROM_LINE, History, mailinfo
+from carry.git.history import FORMAT_PATCH_ARGS, FROM_LINE, History, PendingMerge, mailinfo
 from carry.git.index import ApplyError, Index
 from carry.git.objects import Entry, parse_commit
 from carry.git.refs import ANY, Refs, RefUpdate
@@ -27,8 +27,8 @@ from carry.git.worktrees import Worktrees
 
 __all__ = [
     "ANY", "FORMAT_PATCH_ARGS", "FROM_LINE", "INDEX_PREFIX", "NULL_SHA", "ApplyError", "Entry",
-    "GitError", "Ident", "LogEntry", "MergeResult", "RawCommit", "RefUpdate", "Repo", "mailinfo",
-    "parse_commit",
+    "GitError", "Ident", "LogEntry", "MergeResult", "PendingMerge", "RawCommit", "RefUpdate",
+    "Repo", "mailinfo", "parse_commit",
 ]
 
 

@@ -9,6 +9,7 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from carry.errors import CarryError
@@ -25,6 +26,21 @@ FORMAT_PATCH_ARGS = (
     "--no-to", "--no-cc", "--no-from", "--no-base", "--no-force-in-body-from", "--no-numbered",
     "--pretty=email", "--encoding=UTF-8",
 )
+
+
+@dataclass
+class PendingMerge:
+    """A `git merge-tree` running; `result` waits for it."""
+
+    args: tuple[str, ...]
+    proc: subprocess.Popen[bytes]
+
+    def result(self) -> MergeResult:
+        out, err = self.proc.communicate()
+        if self.proc.returncode not in (0, 1):
+            raise GitError(complaint(self.args, err or out))
+        lines = out.decode("utf-8", "replace").splitlines()
+        return MergeResult(lines[0], self.proc.returncode == 0, tuple(x for x in lines[1:] if x))
 
 
 class History(Objects):
@@ -146,19 +162,22 @@ class History(Objects):
         return self._run("range-diff", flag, *args).stdout.decode("utf-8", "replace")
 
     def merge_tree(self, ours: str, theirs: str) -> MergeResult:
-        """A worktree-free three-way merge; the merge base is found by git. With
-        $CARRY_TRACE_MERGES set, each merge's two commits are appended to that file, so a
-        benchmark can time exactly the merges carry ran as raw git (bench/bench_replay.py)."""
+        """A worktree-free three-way merge; the merge base is found by git."""
+        return self.start_merge(ours, theirs).result()
+
+    def start_merge(self, ours: str, theirs: str) -> PendingMerge:
+        """`merge_tree` started, not waited for: the replay does its own work on the last
+        merge's result while git runs the next. With $CARRY_TRACE_MERGES set, each merge's
+        two commits are appended to that file, so a benchmark can time exactly the merges
+        carry ran as raw git (bench/bench_replay.py)."""
         trace = os.environ.get("CARRY_TRACE_MERGES")
         if trace:
             with open(trace, "a", encoding="ascii") as fh:
                 fh.write(f"{ours} {theirs}\n")
-        proc = self._run(
-            "merge-tree", "--write-tree", "--name-only", "--no-messages", ours, theirs,
-            ok_codes=(0, 1),
-        )
-        lines = proc.stdout.decode("utf-8", "replace").splitlines()
-        return MergeResult(lines[0], proc.returncode == 0, tuple(x for x in lines[1:] if x))
+        args = ("merge-tree", "--write-tree", "--name-only", "--no-messages", ours, theirs)
+        return PendingMerge(args, subprocess.Popen(
+            ["git", *args], cwd=str(self.path), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE))
 
     def replay_tree(self, commit: RawCommit, onto_tree: str) -> MergeResult:
         """`cherry_tree` with the graft written in-process: one git process per patch."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import re
 import subprocess
@@ -17,6 +18,8 @@ from carry.errors import CarryError
 from carry.git.base import Base, GitError, Ident, RawCommit
 
 Entry = tuple[bytes, str]  # (mode, sha) of one tree entry
+_TMP = itertools.count()
+_SHA = re.compile(r"[0-9a-f]{40}")
 _ENTRY = re.compile(rb"(\d+) ([^\0]*)\0(.{20})", re.S)  # one entry of a tree object
 
 
@@ -36,9 +39,30 @@ class Objects(Base):
         return self.read_objects([rev])[0]
 
     def read_objects(self, revs: Sequence[str]) -> list[tuple[str, str, bytes]]:
-        """(sha, type, body) of each rev, asked for in groups: cat-file answers a group in one
-        exchange instead of a round trip per object. A group's requests (under 64 KiB) fit in
-        the pipe, so writing them all before reading cannot block."""
+        """(sha, type, body) of each rev. An object git left loose (a merge's new trees) is
+        read from its file: on a busy machine cat-file's turn costs more than the read. The
+        rest is asked for in groups, each answered in one exchange."""
+        found = {rev: self._loose(rev) for rev in revs}
+        asked = [rev for rev, got in found.items() if got is None]
+        if asked:
+            found.update(zip(asked, self._ask(asked), strict=True))
+        return [found[rev] or ("", "", b"") for rev in revs]
+
+    def _loose(self, rev: str) -> tuple[str, str, bytes] | None:
+        if self._odb is None or not self._odb[1] or not _SHA.fullmatch(rev):
+            return None
+        try:
+            with open(f"{self._odb[0]}/{rev[:2]}/{rev[2:]}", "rb") as fh:
+                data = zlib.decompress(fh.read())
+        except (OSError, zlib.error):
+            return None
+        head, _, body = data.partition(b"\0")
+        kind, _, size = head.partition(b" ")
+        return (rev, kind.decode(), body) if size == b"%d" % len(body) else None
+
+    def _ask(self, revs: Sequence[str]) -> list[tuple[str, str, bytes]]:
+        """Objects from cat-file, a group of requests at a time: a group (under 64 KiB) fits
+        in the pipe, so writing it all before reading the answers cannot block."""
         out, unknown = [], []
         with self._lock:
             proc = self._batch()
@@ -108,14 +132,12 @@ class Objects(Base):
             return self._out("hash-object", "-w", "-t", kind, "--stdin", input=body)
         data = b"%s %d\0" % (kind.encode(), len(body)) + body
         sha = hashlib.sha1(data, usedforsecurity=False).hexdigest()
-        path = objects / sha[:2] / sha[2:]
-        if not path.exists():
-            path.parent.mkdir(exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=str(path.parent))
+        path = f"{objects}/{sha[:2]}/{sha[2:]}"
+        if not os.path.exists(path):
+            fd, tmp = _create(path[:-38])
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(zlib.compress(data, 1))
-                os.chmod(tmp, 0o444)
                 os.replace(tmp, path)
             except BaseException:
                 with suppress(FileNotFoundError):
@@ -250,6 +272,22 @@ class Objects(Base):
     def committer_ident(self) -> Ident:
         """The running user as git itself would record them (config and GIT_COMMITTER_*)."""
         return Ident.parse(self._out("var", "GIT_COMMITTER_IDENT"))
+
+
+def _create(folder: str) -> tuple[int, str]:
+    """A new read-only temporary file in `folder` (made if missing), named by process and a
+    counter as git names its own (`tempfile` draws random names, which costs more)."""
+    tmp = f"{folder}tmp_obj_{os.getpid()}_{next(_TMP)}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    try:
+        return os.open(tmp, flags, 0o444), tmp
+    except FileNotFoundError:
+        os.makedirs(folder, exist_ok=True)
+        return os.open(tmp, flags, 0o444), tmp
+    except FileExistsError:  # left by a killed process that had our pid
+        fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
+        os.chmod(tmp, 0o444)
+        return fd, tmp
 
 
 def _spliced(body: bytes | None, old: dict[bytes, Entry], new: dict[bytes, Entry]

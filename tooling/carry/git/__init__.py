@@ -37,15 +37,17 @@ class Repo(Refs, History, Index, Worktrees):
 
     @classmethod
     def open(cls, path: str | Path) -> Self:
-        return cls(open_path(path))
+        top, common = open_path(path)
+        return cls(top, _common=common)
 
     @classmethod
     def clone(cls, url: str, dest: Path) -> Self:
-        return cls(clone_bare(url, dest))
+        top, common = clone_bare(url, dest)
+        return cls(top, _common=common)
 
     def fork(self) -> Self:
         """Another handle on this repository, with its own cat-file process, for a thread."""
-        return type(self)(self.path, _odb=self._odb)
+        return type(self)(self.path, _odb=self._odb, _common=self._common)
 
     def claim_branch(self, branch: str, force: bool = False) -> tuple[str, str | None]:
         """Check, before any work, that carry may write `branch`; returns (ref, old value).

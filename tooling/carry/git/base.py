@@ -94,6 +94,7 @@ class Base:
     _bodies: dict[str, bytes] = field(default_factory=dict, repr=False)
     _commits: dict[str, RawCommit] = field(default_factory=dict, repr=False)
     _carry: Path | None = field(default=None, repr=False)
+    _common: Path | None = field(default=None, repr=False)  # known when `open` asked for it
 
     def _run(
         self,
@@ -148,8 +149,10 @@ class Base:
 
     @property
     def common_dir(self) -> Path:
-        d = Path(self._out("rev-parse", "--git-common-dir"))
-        return d if d.is_absolute() else (self.path / d).resolve()
+        if self._common is None:
+            d = Path(self._out("rev-parse", "--git-common-dir"))
+            self._common = d if d.is_absolute() else (self.path / d).resolve()
+        return self._common
 
     def carry_dir(self) -> Path:
         """`.git/carry`, carry's own folder; the first call also removes the private index
@@ -164,32 +167,34 @@ class Base:
         return self._carry
 
 
-def open_path(path: str | Path) -> Path:
-    """The directory a `Repo` is addressed by: the top level, or the git dir when bare."""
+def open_path(path: str | Path) -> tuple[Path, Path]:
+    """The directory a `Repo` is addressed by (the top level, or the git dir when bare), and
+    the repository's common git dir (where refs, objects and `shallow` live)."""
     p = Path(path).expanduser()
     if not p.exists():
         raise CarryError(f"repository does not exist: {p}")
-    # --show-toplevel fails in a bare repository and inside .git, after the other three
+    # --show-toplevel fails in a bare repository and inside .git, after the other four
     # answers are printed: one process either way.
     out = subprocess.run(
         ["git", "-C", str(p), "rev-parse", "--is-bare-repository", "--absolute-git-dir",
-         "--show-object-format", "--show-toplevel"],
+         "--show-object-format", "--git-common-dir", "--show-toplevel"],
         capture_output=True, stdin=subprocess.DEVNULL,
     )
     lines = out.stdout.decode().splitlines()
-    if len(lines) < 3 or lines[0] not in ("true", "false"):
+    if len(lines) < 4 or lines[0] not in ("true", "false"):
         raise CarryError(f"not a git repository: {p}")
-    _, git_dir, object_format = lines[:3]
+    _, git_dir, object_format, common = lines[:4]
     if object_format != "sha1":
         # Patch files, the manifest and carry's object writer all name SHA-1 ids.
         raise CarryError(f"{p} is a {object_format.upper().replace('SHA', 'SHA-')} "
                          "repository; carry supports SHA-1 repositories only")
-    if out.returncode != 0 or len(lines) < 4:  # bare, or inside .git itself
-        return Path(git_dir).resolve()
-    return Path(lines[3]).resolve()
+    common_dir = (p / common).resolve()  # relative to p unless absolute
+    if out.returncode != 0 or len(lines) < 5:  # bare, or inside .git itself
+        return Path(git_dir).resolve(), common_dir
+    return Path(lines[4]).resolve(), common_dir
 
 
-def clone_bare(url: str, dest: Path) -> Path:
+def clone_bare(url: str, dest: Path) -> tuple[Path, Path]:
     """Clone a URL (bare, all refs), used when import is given a remote repository.
 
     Blobs are fetched on demand: format-patch reads only the series' own files, so a

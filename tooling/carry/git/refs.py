@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from carry.errors import CarryError
 from carry.git.base import NULL_SHA, Base
@@ -48,8 +47,7 @@ class Refs(Base):
 
     def shallow_boundary(self) -> set[str]:
         """The commits a shallow clone cut the history below (they look parentless to git)."""
-        path = Path(self._out("rev-parse", "--git-path", "shallow"))
-        path = path if path.is_absolute() else self.path / path
+        path = self.common_dir / "shallow"
         return set(path.read_text().split()) if path.is_file() else set()
 
     def rev_list(self, *args: str) -> list[str]:

@@ -19,7 +19,14 @@ from carry.git.base import (
     clone_bare,
     open_path,
 )
-from carry.git.history import FORMAT_PATCH_ARGS, FROM_LINE, History, PendingMerge, mailinfo
+from carry.git.history import (
+    FORMAT_PATCH_ARGS,
+    FROM_LINE,
+    History,
+    PendingMerge,
+    mailinfo,
+    parse_changes,
+)
 from carry.git.index import ApplyError, Index
 from carry.git.objects import Entry, parse_commit
 from carry.git.refs import ANY, Refs, RefUpdate
@@ -28,7 +35,7 @@ from carry.git.worktrees import Worktrees
 __all__ = [
     "ANY", "FORMAT_PATCH_ARGS", "FROM_LINE", "INDEX_PREFIX", "NULL_SHA", "ApplyError", "Entry",
     "GitError", "Ident", "LogEntry", "MergeResult", "PendingMerge", "RawCommit", "RefUpdate",
-    "Repo", "mailinfo", "parse_commit",
+    "Repo", "mailinfo", "parse_changes", "parse_commit",
 ]
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from carry.errors import CarryError
 from carry.git.base import STABLE_CONFIG, GitError, LogEntry, MergeResult, RawCommit, complaint
-from carry.git.objects import Entry, Objects
+from carry.git.objects import Entry
+from carry.git.trees import Trees
 
 FROM_LINE = re.compile(rb"^From ([0-9a-f]{40}) Mon Sep 17 00:00:00 2001$", re.M)
 
@@ -43,7 +44,7 @@ class PendingMerge:
         return MergeResult(lines[0], self.proc.returncode == 0, tuple(x for x in lines[1:] if x))
 
 
-class History(Objects):
+class History(Trees):
     def format_patch(self, base: str, head: str,
                      commits: Sequence[str] | None = None) -> list[tuple[str, bytes]]:
         """Every commit of base..head as (sha, format-patch bytes), oldest first, one process;
@@ -192,23 +193,14 @@ class History(Objects):
         """Each commit's changed entries against its first parent, (old, new) with None for
         absent, for many commits in one `git diff-tree --stdin`: what the replay needs to
         batch patches, without reading a tree per commit."""
+        return parse_changes(self.commit_changes_raw(commits))
+
+    def commit_changes_raw(self, commits: Sequence[str]) -> bytes:
+        """`commit_changes` as git prints it (`parse_changes` reads it), for a cache."""
         if not commits:
-            return {}
-        out = self._run("diff-tree", "-r", "-z", "--no-renames", "--stdin",
-                        input=("\n".join(commits) + "\n").encode()).stdout
-        found: dict[str, dict[bytes, tuple[Entry | None, Entry | None]]] = {}
-        current: dict[bytes, tuple[Entry | None, Entry | None]] = {}
-        tokens = iter(out.split(b"\0"))
-        for token in tokens:
-            token = token.strip(b"\n")
-            if token.startswith(b":"):
-                old_mode, new_mode, old_sha, new_sha, _ = token[1:].split(b" ")
-                current[next(tokens)] = (
-                    None if old_mode == b"000000" else (old_mode, old_sha.decode()),
-                    None if new_mode == b"000000" else (new_mode, new_sha.decode()))
-            elif len(token) == 40:
-                current = found.setdefault(token.decode(), {})
-        return found
+            return b""
+        return self._run("diff-tree", "-r", "-z", "--no-renames", "--stdin",
+                         input=("\n".join(commits) + "\n").encode()).stdout
 
     def changed_files(self, a: str, b: str, deleted: bool = False) -> list[str]:
         """The paths `b` changes against `a`; without `deleted`, only those that still exist
@@ -238,6 +230,22 @@ class History(Objects):
         out = self._run("log", "--exclude=refs/carry/*", "--all", "--no-merges",
                         "--format=%H%x00%ae%x00%s").stdout.decode("utf-8", "replace")
         return [(a, b, c) for a, b, c in (line.split("\0", 2) for line in out.splitlines())]
+
+
+def parse_changes(out: bytes) -> dict[str, dict[bytes, tuple[Entry | None, Entry | None]]]:
+    found: dict[str, dict[bytes, tuple[Entry | None, Entry | None]]] = {}
+    current: dict[bytes, tuple[Entry | None, Entry | None]] = {}
+    tokens = iter(out.split(b"\0"))
+    for token in tokens:
+        token = token.strip(b"\n")
+        if token.startswith(b":"):
+            old_mode, new_mode, old_sha, new_sha, _ = token[1:].split(b" ")
+            current[next(tokens)] = (
+                None if old_mode == b"000000" else (old_mode, old_sha.decode()),
+                None if new_mode == b"000000" else (new_mode, new_sha.decode()))
+        elif len(token) == 40:
+            current = found.setdefault(token.decode(), {})
+    return found
 
 
 def mailinfo(mail: bytes) -> tuple[dict[str, str], bytes, bytes]:

@@ -15,7 +15,8 @@ from pathlib import Path
 from carry import scratch
 from carry.git import indexfile
 from carry.git.base import INDEX_PREFIX, GitError
-from carry.git.objects import Entry, Objects
+from carry.git.objects import Entry
+from carry.git.trees import Trees
 
 
 class ApplyError(GitError):
@@ -26,7 +27,7 @@ class ApplyError(GitError):
         self.index = index
 
 
-class Index(Objects):
+class Index(Trees):
     @contextmanager
     def _temp_index(self, tree: str | None = None, where: Path | None = None
                     ) -> Iterator[dict[str, str]]:

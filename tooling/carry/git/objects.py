@@ -1,5 +1,6 @@
 """Objects without a process per object: reads through one long-lived `git cat-file --batch`
-(as git-revise does), and commits and trees written in-process as loose objects, byte-exact."""
+(as git-revise does) or from a loose object's file, and commits and trees written in-process
+as loose objects, byte-exact."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import re
 import subprocess
 import tempfile
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from pathlib import Path
 
@@ -20,7 +21,6 @@ from carry.git.base import Base, GitError, Ident, RawCommit
 Entry = tuple[bytes, str]  # (mode, sha) of one tree entry
 _TMP = itertools.count()
 _SHA = re.compile(r"[0-9a-f]{40}")
-_ENTRY = re.compile(rb"(\d+) ([^\0]*)\0(.{20})", re.S)  # one entry of a tree object
 
 
 class Objects(Base):
@@ -168,103 +168,6 @@ class Objects(Base):
         raw = "\n".join(head).encode("utf-8", "surrogateescape") + b"\n\n" + message
         return self.write_object("commit", raw)
 
-    def tree_items(self, tree: str) -> dict[bytes, Entry]:
-        """A tree's entries, name -> (mode, sha), parsed from cat-file (trees never change)."""
-        items = self._trees.get(tree)
-        if items is None:
-            self.read_trees([tree])
-            items = self._trees[tree]
-        return items
-
-    def read_trees(self, trees: Sequence[str]) -> None:
-        """Parse and keep the trees not kept yet, read in one exchange."""
-        missing = [t for t in dict.fromkeys(trees) if t not in self._trees]
-        for tree, (_, kind, body) in zip(missing, self.read_objects(missing), strict=True):
-            if kind != "tree":
-                raise CarryError(f"{tree[:12]} is a {kind}, not a tree")
-            items = {name: (mode, raw.hex()) for mode, name, raw in _ENTRY.findall(body)}
-            self._remember(tree, items, body)
-
-    def _remember(self, tree: str, items: dict[bytes, Entry], body: bytes) -> None:
-        """Keep a tree's entries and bytes: an edit of it then rewrites only what changed."""
-        if len(self._trees) > 4096:
-            self._trees.clear()
-            self._bodies.clear()
-        self._trees[tree] = items
-        self._bodies[tree] = body
-
-    def tree_changes(self, a: str, b: str, prefix: bytes = b""
-                     ) -> dict[bytes, tuple[Entry | None, Entry | None]]:
-        """The entries below directories that differ between trees `a` and `b` ("" for
-        none), found in-process: subtrees with equal ids are never read. A path that is a
-        file on one side and a directory on the other raises."""
-        if a == b:
-            return {}
-        self.read_trees([t for t in (a, b) if t])
-        ia = self.tree_items(a) if a else {}
-        ib = self.tree_items(b) if b else {}
-        out: dict[bytes, tuple[Entry | None, Entry | None]] = {}
-        subtrees = []
-        for name in {n for n, _ in ia.items() ^ ib.items()}:  # set operations, not a loop
-            ea, eb = ia.get(name), ib.get(name)
-            ta, tb = bool(ea and ea[0] == b"40000"), bool(eb and eb[0] == b"40000")
-            if ea and eb and ta != tb:
-                raise CarryError(f"{(prefix + name).decode('utf-8', 'replace')} changes type")
-            if ta or tb:
-                subtrees.append((ea[1] if ea and ta else "", eb[1] if eb and tb else "",
-                                 prefix + name + b"/"))
-            else:
-                out[prefix + name] = (ea, eb)
-        self.read_trees([t for sa, sb, _ in subtrees for t in (sa, sb) if t])
-        for sa, sb, sub in subtrees:
-            out.update(self.tree_changes(sa, sb, sub))
-        return out
-
-    def tree_lookup(self, tree: str, path: bytes) -> Entry | None:
-        *dirs, name = path.split(b"/")
-        for d in dirs:
-            entry = self.tree_items(tree).get(d)
-            if entry is None or entry[0] != b"40000":
-                return None
-            tree = entry[1]
-        return self.tree_items(tree).get(name)
-
-    def edit_tree(self, tree: str | None,
-                  changes: Mapping[bytes, Entry | None]) -> str | None:
-        """`tree` with each path set to (mode, sha) or removed (None), the new trees written
-        in-process; None for a tree left empty. A change that would turn a file into a
-        directory raises, so that callers fall back to git's own index handling."""
-        old = self.tree_items(tree) if tree else {}
-        items = dict(old)
-        nested: dict[bytes, dict[bytes, Entry | None]] = {}
-        for path, value in changes.items():
-            first, sep, rest = path.partition(b"/")
-            if sep:
-                nested.setdefault(first, {})[rest] = value
-            elif value is None:
-                items.pop(first, None)
-            else:
-                items[first] = value
-        for name, sub in nested.items():
-            entry = items.get(name)
-            if entry is not None and entry[0] != b"40000":
-                raise CarryError(f"{name.decode('utf-8', 'replace')} is a file, not a directory")
-            new = self.edit_tree(entry[1] if entry else None, sub)
-            if new is None:
-                items.pop(name, None)
-            else:
-                items[name] = (b"40000", new)
-        if not items:
-            return None
-        body = _spliced(self._bodies.get(tree or ""), old, items)
-        if body is None:
-            order = sorted(items, key=lambda n: n + b"/" if items[n][0] == b"40000" else n)
-            body = b"".join(items[n][0] + b" " + n + b"\0" + bytes.fromhex(items[n][1])
-                            for n in order)
-        sha = self.write_object("tree", body)
-        self._remember(sha, items, body)
-        return sha
-
     def show_file(self, treeish: str, path: str) -> bytes | None:
         proc = self._run("show", f"{treeish}:{path}", check=False)
         return proc.stdout if proc.returncode == 0 else None
@@ -288,29 +191,6 @@ def _create(folder: str) -> tuple[int, str]:
         fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
         os.chmod(tmp, 0o444)
         return fd, tmp
-
-
-def _spliced(body: bytes | None, old: dict[bytes, Entry], new: dict[bytes, Entry]
-             ) -> bytes | None:
-    """`body` (the bytes of the tree `old`) with the entries that `new` replaces rewritten in
-    place; None when names come or go or a file becomes a directory (the order may change),
-    or an entry's bytes are not unique in `body`. Most edits replace one entry per level, and
-    this spares re-serializing the rest."""
-    if body is None or new.keys() != old.keys():
-        return None
-    for name, entry in new.items():
-        was = old[name]
-        if entry == was:
-            continue
-        if (entry[0] == b"40000") != (was[0] == b"40000"):
-            return None
-        before = was[0] + b" " + name + b"\0" + bytes.fromhex(was[1])
-        at = body.find(before)
-        if at < 0 or body.find(before, at + 1) >= 0:
-            return None
-        body = body[:at] + entry[0] + b" " + name + b"\0" + bytes.fromhex(entry[1]) + \
-            body[at + len(before):]
-    return body
 
 
 def parse_commit(sha: str, body: bytes) -> RawCommit:

@@ -8,14 +8,24 @@ user's branches, `validate` only needs the rebased tree.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from carry.atomic import write_bytes
 from carry.errors import CarryError
-from carry.git import Entry, Ident, MergeResult, PendingMerge, RawCommit, Repo
+from carry.git import (
+    Entry,
+    Ident,
+    MergeResult,
+    PendingMerge,
+    RawCommit,
+    Repo,
+    parse_changes,
+)
 from carry.replay.chain import Carried, load_chain
 from carry.replay.drops import Drop, find_drops
 from carry.replay.targets import ResolvedTarget
@@ -107,9 +117,11 @@ def run_steps(repo: Repo, steps: list[PatchResult], head: str, committer: Ident,
     so git merges while carry writes the trees and commits of the run before."""
     head_tree = repo.read_commit(head).tree
     pending = {i: step.source for i, step in enumerate(steps) if step.status == "pending"}
-    known = repo.commit_changes(list(pending.values())) if batch and len(pending) > 1 else {}
+    known = _commit_changes(repo, list(pending.values())) if batch and len(pending) > 1 else {}
     changes: dict[int, Changes] = {i: known[sha] for i, sha in pending.items() if sha in known}
     runs = _plan(repo, steps, changes, batch)
+    if len(runs) > 1:  # the target's trees the merges will change, read in a few exchanges
+        repo.read_paths(head_tree, {p for ch in changes.values() for p in ch})
     ahead = _start(repo, runs[0], head_tree) if runs else None
     for k, run in enumerate(runs):
         try:
@@ -138,6 +150,19 @@ def run_steps(repo: Repo, steps: list[PatchResult], head: str, committer: Ident,
         for (j, c), tree in zip(run, trees, strict=True):
             head, head_tree = _commit(repo, steps[j], c, tree, head, head_tree, committer)
     return head, None, []
+
+
+def _commit_changes(repo: Repo, shas: list[str]) -> dict[str, Changes]:
+    """Each commit's changes, kept under `.git/carry/changes/` per list of commits: commits
+    never change, so a daily replay of a cached chain does not diff them again."""
+    key = hashlib.sha256("\0".join(["carry-changes-1", *shas]).encode()).hexdigest()[:40]
+    path = repo.carry_dir() / "changes" / key
+    with suppress(OSError):
+        return parse_changes(path.read_bytes())
+    raw = repo.commit_changes_raw(shas)
+    with suppress(OSError):  # a cache that cannot be written is only slower
+        write_bytes(path, raw)
+    return parse_changes(raw)
 
 
 def _commit(repo: Repo, step: PatchResult, c: RawCommit, tree: str, head: str, head_tree: str,
@@ -257,9 +282,11 @@ def _trees(repo: Repo, run: Run, cache: dict[int, Changes], head_tree: str,
     if len(run) == 1:
         return [merged.tree]
     changes = [cache[j] for j, _ in run]
+    paths: set[bytes] = set().union(*changes)
     try:
+        repo.derive_tree(head_tree, merged.tree, paths)
         diff = repo.tree_changes(head_tree, merged.tree)
-        if not diff.keys() <= set().union(*changes):
+        if not diff.keys() <= paths:
             return None
         out, tree = [], head_tree
         for ch in changes[:-1]:

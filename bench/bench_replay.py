@@ -9,12 +9,14 @@ series' files, so the replay does real three-way merges. Layouts:
   flagship's shape: four follow-ups on #556's two commits);
 - overlap: every patch also edits one shared file, so no two patches can be batched.
 
-Then it times, medians of --repeat (at least 5) with min and max:
+Then it times, in turn within each round (so that a busy moment on a shared machine falls on
+every measurement), medians of --repeat (at least 5) with min and max:
 
 - carry's replay (the engine in-process, chain cache warm: what `carry rebase` does after it
   has started), and `carry rebase` through the CLI;
 - the true lower bound for the merges carry runs: the very `git merge-tree` calls carry made
-  (traced with $CARRY_TRACE_MERGES), run again as raw git processes, one after another;
+  (traced with $CARRY_TRACE_MERGES, with the tree each gave), run again as raw git processes,
+  one after another, and checked to give the same trees;
 - `git rebase --onto` in an existing worktree.
 
 It checks that carry's result tree after every commit equals git rebase's, and prints the
@@ -34,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -111,10 +114,25 @@ def engine_once(repo: Path, series_root: Path, onto: str, trace: Path | None = N
         r.close()
 
 
-def replay_merges(repo: Path, pairs: list[tuple[str, str]]) -> None:
-    for ours, theirs in pairs:
-        subprocess.run(["git", "merge-tree", "--write-tree", "--name-only", "--no-messages",
-                        ours, theirs], cwd=repo, capture_output=True, check=False)
+def replay_merges(repo: Path, merges: list[list[str]], outs: list[bytes]) -> None:
+    """The merges carry ran, as raw git processes one after another; each one's output is
+    kept in `outs` (read after the clock stops) to check that git gives carry's trees."""
+    outs.clear()
+    for ours, theirs, _ in merges:
+        outs.append(subprocess.run(["git", "merge-tree", "--write-tree", "--name-only",
+                                    "--no-messages", ours, theirs], cwd=repo,
+                                   capture_output=True, check=False).stdout)
+
+
+def interleaved(fns: dict[str, Callable[[], object]], repeat: int,
+                setups: dict[str, Callable[[], object]]) -> dict[str, list[float]]:
+    """Each measurement once per round, in turn, so that a busy moment on a shared machine
+    falls on all of them rather than on one."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            times[k] += timed(fn, 1, setups.get(k))
+    return times
 
 
 def trees(repo: Path, rng: str) -> list[str]:
@@ -137,31 +155,39 @@ def one(root: Path, layout: str, n: int, args: argparse.Namespace) -> None:
     engine_once(repo, series_root, "main")  # warm the chain cache and the OS cache
     trace = root / "merges.txt"
     head = engine_once(repo, series_root, "main", trace)
-    pairs = [tuple(line.split()) for line in trace.read_text().splitlines()]
+    merges = [line.split() for line in trace.read_text().splitlines()]
     wt = root / "wt"
     git(repo, "worktree", "add", "-q", "-b", "bench/rebase", str(wt), "series")
     git(wt, "rebase", "-q", "--onto", "main", "base")
     same = trees(repo, f"main..{head}") == trees(repo, "main..bench/rebase")
-    carry_t = timed(lambda: engine_once(repo, series_root, "main"), args.repeat)
-    cli_t = timed(lambda: carry_cli(repo, series_root, "main"), args.repeat)
-    low_t = timed(lambda: replay_merges(repo, pairs), args.repeat)  # type: ignore[arg-type]
-    reb_t = timed(lambda: git(wt, "rebase", "-q", "--onto", "main", "base"), args.repeat,
-                  setup=lambda: git(wt, "reset", "-q", "--hard", "series"))
+    outs: list[bytes] = []
+    t = interleaved({
+        "carry": lambda: engine_once(repo, series_root, "main"),
+        "low": lambda: replay_merges(repo, merges, outs),
+        "cli": lambda: carry_cli(repo, series_root, "main"),
+        "rebase": lambda: git(wt, "rebase", "-q", "--onto", "main", "base"),
+    }, args.repeat, {"rebase": lambda: git(wt, "reset", "-q", "--hard", "series")})
+    bound_same = [o.split(b"\n", 1)[0].decode() for o in outs] == [m[2] for m in merges]
     med = statistics.median
-    print(f"\n## {layout}, {n} patches ({len(pairs)} merges carry ran; per-commit trees equal "
-          f"to git rebase: {'yes' if same else 'NO'})")
-    print(f"  carry replay (in-process)      {fmt(carry_t)}   {med(carry_t) / n * 1000:6.1f} "
+    carry_t, low_t = t["carry"], t["low"]
+    print(f"\n## {layout}, {n} patches ({len(merges)} merges carry ran; per-commit trees equal "
+          f"to git rebase: {'yes' if same else 'NO'}; raw git's merges give carry's trees: "
+          f"{'yes' if bound_same else 'NO'})")
+    print(f"  carry replay (in-process)      {fmt(carry_t)}   {med(carry_t) / n * 1000:6.2f} "
           "ms/patch")
-    print(f"  carry rebase --dry-run (CLI)   {fmt(cli_t)}")
-    print(f"  lower bound: carry's merges    {fmt(low_t)}   ratio {med(carry_t) / med(low_t):.2f}x")
-    print(f"  git rebase --onto (worktree)   {fmt(reb_t)}   ratio {med(carry_t) / med(reb_t):.2f}x")
-    if not same:
-        raise SystemExit("carry's trees differ from git rebase's")
+    print(f"  carry rebase --dry-run (CLI)   {fmt(t['cli'])}")
+    print(f"  lower bound: carry's merges    {fmt(low_t)}   ratio {med(carry_t) / med(low_t):.2f}x"
+          f" (min/min {min(carry_t) / min(low_t):.2f}x)")
+    print(f"  git rebase --onto (worktree)   {fmt(t['rebase'])}   ratio "
+          f"{med(carry_t) / med(t['rebase']):.2f}x")
+    if not (same and bound_same):
+        raise SystemExit("carry's trees differ from git rebase's, or raw git's merges from carry's")
     if args.targets > 1:
         git(repo, "branch", "-f", "main2", "main~1")
         onto = ["main", "main2", "main~2", "main~3"][:args.targets]
-        one_t = timed(lambda: carry_cli(repo, series_root, "main"), args.repeat)
-        many_t = timed(lambda: carry_cli(repo, series_root, *onto), args.repeat)
+        tt = interleaved({"one": lambda: carry_cli(repo, series_root, "main"),
+                          "many": lambda: carry_cli(repo, series_root, *onto)}, args.repeat, {})
+        one_t, many_t = tt["one"], tt["many"]
         print(f"  carry rebase, 1 target (CLI)   {fmt(one_t)}")
         print(f"  carry rebase, {len(onto)} targets (CLI)  {fmt(many_t)}   ratio "
               f"{med(many_t) / med(one_t):.2f}x")

@@ -37,10 +37,17 @@ class PendingMerge:
     proc: subprocess.Popen[bytes]
 
     def result(self) -> MergeResult:
+        """The merge's outcome. With $CARRY_TRACE_MERGES set, its two commits and the tree
+        are appended to that file, so a benchmark can time exactly the merges carry ran as
+        raw git and check that git gives the same trees (bench/bench_replay.py)."""
         out, err = self.proc.communicate()
         if self.proc.returncode not in (0, 1):
             raise GitError(complaint(self.args, err or out))
         lines = out.decode("utf-8", "replace").splitlines()
+        trace = os.environ.get("CARRY_TRACE_MERGES")
+        if trace:
+            with open(trace, "a", encoding="ascii") as fh:
+                fh.write(f"{self.args[-2]} {self.args[-1]} {lines[0]}\n")
         return MergeResult(lines[0], self.proc.returncode == 0, tuple(x for x in lines[1:] if x))
 
 
@@ -168,13 +175,7 @@ class History(Trees):
 
     def start_merge(self, ours: str, theirs: str) -> PendingMerge:
         """`merge_tree` started, not waited for: the replay does its own work on the last
-        merge's result while git runs the next. With $CARRY_TRACE_MERGES set, each merge's
-        two commits are appended to that file, so a benchmark can time exactly the merges
-        carry ran as raw git (bench/bench_replay.py)."""
-        trace = os.environ.get("CARRY_TRACE_MERGES")
-        if trace:
-            with open(trace, "a", encoding="ascii") as fh:
-                fh.write(f"{ours} {theirs}\n")
+        merge's result while git runs the next."""
         args = ("merge-tree", "--write-tree", "--name-only", "--no-messages", ours, theirs)
         return PendingMerge(args, subprocess.Popen(
             ["git", *args], cwd=str(self.path), stdin=subprocess.DEVNULL,

@@ -204,3 +204,13 @@ def test_shapes_git_may_read_otherwise_are_left_to_git() -> None:
         with pytest.raises(hunks.NotExact):
             hunks.parse(odd)
     assert hunks.parse(plain + b"-- \n2.39.5\n\n")  # format-patch's signature is fine
+
+
+def test_a_new_or_deleted_file_that_also_renames_or_changes_mode_is_left_to_git() -> None:
+    new = (b"diff --git a/f b/f\nnew file mode 100644\nindex " + b"0" * 40 + b".." + b"2" * 40
+           + b"\n--- /dev/null\n+++ b/f\n@@ -0,0 +1 @@\n+a\n")
+    assert hunks.parse(new)[0].old_path is None
+    for extra in (b"old mode 100644\nnew mode 100755\n", b"deleted file mode 100644\n",
+                  b"similarity index 90%\nrename from g\nrename to f\n"):
+        with pytest.raises(hunks.NotExact):
+            hunks.parse(new.replace(b"new file mode", extra + b"new file mode"))

@@ -209,6 +209,10 @@ def _shape(names: bytes, head: dict[bytes, bytes], hunks: tuple[Hunk, ...]) -> S
     """The section its header lines describe, if it is one of the plain shapes."""
     if b'"' in names or b"\\" in names:
         raise NotExact  # a quoted name
+    kinds = [k for k in (b"new file mode ", b"deleted file mode ", b"old mode ", b"rename from ",
+                        b"similarity index ") if k in head]
+    if kinds[:1] in ([b"new file mode "], [b"deleted file mode "]) and len(kinds) > 1:
+        raise NotExact  # a file made or removed that also changes mode or name
     index = _INDEX.fullmatch(head[b"index "]) if b"index " in head else None
     if (b"index " in head and index is None) or (b"old mode " in head) != (b"new mode " in head):
         raise NotExact
@@ -233,8 +237,6 @@ def _shape(names: bytes, head: dict[bytes, bytes], hunks: tuple[Hunk, ...]) -> S
         if new_sha not in (NULL_SHA, None) or any(h.new for h in hunks) or b"new mode " in head:
             raise NotExact
         new_sha = None
-    if b"new file mode " in head and b"deleted file mode " in head:
-        raise NotExact
     _names_match(head, old, new, bool(hunks))
     if not (hunks or b"new mode " in head or b"rename to " in head or b"new file mode " in head
             or b"deleted file mode " in head):

@@ -192,6 +192,8 @@ def main() -> None:
             ("git am (worktree)", git_am, None),
             ("carry apply (CLI)", cli_apply, None), ("carry apply (in-process)", lib_apply, None),
             ("python -c pass", lambda: run([sys.executable, "-c", "pass"]), None),
+            ("python -c 'import typer'", lambda: run([sys.executable, "-c", "import typer"]),
+             None),
             ("python -c 'import carry.cli'",
              lambda: run([sys.executable, "-c", "import carry.cli"]), None),
             ("carry --help", lambda: run([*carry, "--help"]), None)]

@@ -99,12 +99,13 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
             _within_history(repo, commits, base, desc)
             if not commits:
                 raise CarryError(f"{desc} has no commits on top of {base[:12]}")
-            read = {sha: repo.read_commit(sha) for sha in commits}
+            base_commit, *in_range = repo.read_commits([base, *commits])
+            read = dict(zip(commits, in_range, strict=True))
             merges = [sha for sha in reversed(commits) if len(read[sha].parents) > 1]
             if merges:
                 raise CarryError(f"{desc} contains merge commit {merges[0][:12]}; "
                                  "a series must be linear")
-            tree = repo.read_commit(base).tree
+            tree = base_commit.tree
             for sha in commits:
                 if read[sha].tree == tree:
                     raise _lost(sha, read[sha].subject, "it changes nothing")

@@ -2,6 +2,7 @@
 `git am` on the same commits in the same run; plus the startup time of `carry --help`.
 
     python bench/bench_import_apply.py [--patches 50] [--files 2000] [--repeat 5] [--more 450]
+                                       [--series-in-git]
 
 The repository is made with one `git fast-import` (`bench_rebase.Stream`): --files files on
 `base`, then --patches commits, each editing two files and carrying trailers like the
@@ -11,7 +12,9 @@ machine's speed hits both; every row is min / median / max of --repeat runs (at 
 rows call carry's modules directly. Removing the last run's output (format-patch's folder,
 the series) happens before each timed step, not in it. With --more N the same runs also write
 a series N patches longer (`long`), and the script prints what each extra patch costs git and
-carry, the difference of the medians over N: start-up and fixed costs drop out.
+carry, the difference of the medians over N: start-up and fixed costs drop out. The series
+folder is outside any git checkout (each version also kept as a copy under `.versions/`)
+unless --series-in-git puts it in one, where a version is a tag.
 
 Before it prints, it checks that the outputs are equal: every patch file carry import wrote
 parses back to its commit (origin, author, message), and every commit carry apply made has the
@@ -123,6 +126,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--more", type=int, default=0, metavar="N",
                     help="also import a series N patches longer, for the cost per extra patch")
+    ap.add_argument("--series-in-git", action="store_true",
+                    help="keep the series in a git checkout (versions tagged, not copied)")
     args = ap.parse_args()
     if args.repeat < 5:
         raise SystemExit("--repeat must be at least 5 (medians of at least 5)")
@@ -137,6 +142,8 @@ def main() -> None:
     try:
         repo = build(tmp, args.patches, args.files, args.more)
         sdir = tmp / "series"
+        if args.series_in_git:  # as in carry's own checkout: versions are tags, not copies
+            git(tmp, "init", "-q")
         carry = [sys.executable, "-m", "carry"]
 
         def run(cmd: list[str], cwd: Path = tmp) -> None:
@@ -144,7 +151,13 @@ def main() -> None:
                            capture_output=True)
 
         def clean(path: Path) -> Callable[[], None]:
-            return lambda: shutil.rmtree(path, ignore_errors=True)
+            def go() -> None:
+                shutil.rmtree(path, ignore_errors=True)
+                if args.series_in_git and path.parent == sdir:
+                    tags = git(tmp, "tag", "--list", f"series/{path.name}/*").split()
+                    if tags:
+                        git(tmp, "tag", "-d", *tags)
+            return go
 
         def format_patch(rng: str = "base..main", out: Path = tmp / "fp") -> None:
             run(["git", "format-patch", "-k", "-q", "-o", str(out), rng], cwd=repo)
@@ -217,7 +230,8 @@ def main() -> None:
                 f"carry import (CLI, {n})": f"git format-patch ({n})",
                 f"carry import (in-process, {n})": f"git format-patch ({n})"}
 
-        print(f"{args.patches} patches, {args.files} files, git "
+        print(f"{args.patches} patches, {args.files} files, series "
+              f"{'in a git checkout' if args.series_in_git else 'outside git'}, git "
               f"{git(tmp, 'version').split()[-1]}, min / median / max of {args.repeat}, "
               "outputs checked equal")
         print(f"| {'step':<30} | {'min':>9} | {'median':>9} | {'max':>9} | {'vs git':>7} |")

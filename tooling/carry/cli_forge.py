@@ -112,9 +112,7 @@ def supersede(
     from carry import supersede as supmod
     from carry.git import Repo
 
-    s = series.find(_root(series_dir), name)
-    opts = supmod.Options(apply, when_merged, s.manifest.supersede.label if label is None
-                          else label, include_origin)
-    result = supmod.run(s, forge_repo, by, Repo.open(repo) if repo else None, remote, base,
-                        opts, access)
+    result = supmod.run(series.find(_root(series_dir), name), forge_repo, by,
+                        Repo.open(repo) if repo else None, remote, base,
+                        supmod.Options(apply, when_merged, label, include_origin), access)
     views.show_supersede(result, json)

@@ -70,7 +70,7 @@ class SupersedeResult:
 class Options:
     apply: bool = False
     when_merged: bool = False
-    label: str = ""
+    label: str | None = None  # None: the manifest's [supersede].label
     include_origin: bool = False
 
 
@@ -256,6 +256,8 @@ def _update(series: Series, forge_repo: str, by: forgemod.PullInfo,
 
 def run(series: Series, forge_repo: str, by_number: int, repo: Repo | None, remote: str,
         base: str | None, opts: Options, access: forgemod.Access) -> SupersedeResult:
+    if opts.label is None:
+        opts = dataclasses.replace(opts, label=series.manifest.supersede.label)
     forge = access.connect()
     by = forge.pull(forge_repo, by_number)
     check_by(series, by, forge_repo, base)

@@ -294,3 +294,26 @@ def test_series_show(tmp_path: Path) -> None:
     assert "consolidated: local-inference-lab/vllm#669 merged as 86acae98f0" in r.out
     r = run_carry("series", "show", "demo", "--series-dir", str(root))
     assert "0001-x.patch" in r.out
+
+
+def test_a_writer_killed_between_the_fallback_renames_loses_nothing(
+        series_root: Path) -> None:
+    """Without renameat2 the swap is two renames; a kill between them leaves no series
+    directory and the old one aside under a dead pid: the next reader or writer puts it
+    back instead of sweeping it away."""
+    import subprocess
+
+    shutil.copytree(FLAGSHIP, series_root / "mamba-sparse-retention")
+    before = _tree(series_root / "mamba-sparse-retention")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    aside = series_root / f".mamba-sparse-retention.new-{dead.pid}-abc.old"
+    (series_root / "mamba-sparse-retention").rename(aside)
+    (series_root / f".mamba-sparse-retention.new-{dead.pid}-abc").mkdir()  # its staging
+    s = seriesmod.find(series_root, "mamba-sparse-retention")
+    assert _tree(s.root) == before
+    s.manifest.version += 1
+    seriesmod.write_series(s.root, s.manifest, None)
+    assert sorted(p.name for p in series_root.iterdir()) == ["mamba-sparse-retention"]
+    assert seriesmod.find(series_root, "mamba-sparse-retention").manifest.version == \
+        s.manifest.version

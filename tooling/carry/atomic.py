@@ -71,6 +71,7 @@ def write_dir(root: Path, files: Mapping[str, bytes], dirs: Iterable[str],
 
     stem = f".{root.name}.new-"
     root.parent.mkdir(parents=True, exist_ok=True)
+    recover(root)
     scratch.sweep(root.parent, stem)
     tmp = Path(tempfile.mkdtemp(prefix=scratch.prefix(stem), dir=str(root.parent)))
     tmp.chmod(0o755)
@@ -90,6 +91,25 @@ def write_dir(root: Path, files: Mapping[str, bytes], dirs: Iterable[str],
         _fsync_dir(root.parent)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def recover(root: Path) -> bool:
+    """Put back the directory a writer killed inside `_swap_in`'s fallback left aside.
+
+    Between the fallback's two renames `root` does not exist and its old contents sit at
+    `.NAME.new-<pid>-*.old`; the sweep of dead writers' scratch would remove them. Whether
+    it did: readers call it before they say a series is unknown."""
+    from carry import scratch
+
+    stem = f".{root.name}.new-"
+    if root.exists() or not root.parent.is_dir():
+        return False
+    for entry in os.scandir(root.parent):
+        if entry.name.endswith(".old") and entry.is_dir(follow_symlinks=False) and \
+                scratch.maker_dead(entry.name, stem):
+            os.rename(entry.path, root)
+            return True
+    return False
 
 
 def _link(src: Path, dst: Path) -> None:

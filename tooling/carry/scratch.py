@@ -27,6 +27,12 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def maker_dead(name: str, stem: str) -> bool:
+    """Whether `name` is `stem<pid>-...` of a process that is gone."""
+    pid, sep, _ = name[len(stem):].partition("-")
+    return name.startswith(stem) and bool(sep) and pid.isdigit() and not _alive(int(pid))
+
+
 def sweep(directory: Path, stem: str) -> list[Path]:
     """Remove what dead processes left in `directory` under `stem<pid>-`; returns it."""
     removed: list[Path] = []
@@ -35,8 +41,7 @@ def sweep(directory: Path, stem: str) -> list[Path]:
     except OSError:
         return removed
     for entry in entries:
-        pid, sep, _ = entry.name[len(stem):].partition("-")
-        if not entry.name.startswith(stem) or not sep or not pid.isdigit() or _alive(int(pid)):
+        if not maker_dead(entry.name, stem):
             continue
         path = Path(entry.path)
         if entry.is_dir(follow_symlinks=False):

@@ -181,6 +181,8 @@ def scan(root: Path) -> Listing:
 def find(root: Path, name: str) -> Series:
     d = root / check_name(name)
     if not (d / MANIFEST).exists():
+        atomic.recover(d)  # a writer killed inside the swap's fallback
+    if not (d / MANIFEST).exists():
         known = ", ".join(s.name for s in list_series(root)) or "none"
         raise CarryError(f"unknown series {name!r} in {root} (known: {known})")
     return load(d)

@@ -3,6 +3,7 @@ the entries that change, and written as loose objects through `Objects`."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
@@ -97,6 +98,26 @@ class Trees(Objects):
         """`tree` with each path set to (mode, sha) or removed (None), the new trees written
         in-process; None for a tree left empty. A change that would turn a file into a
         directory raises, so that callers fall back to git's own index handling."""
+        return self._edit(tree, changes, None)
+
+    def predict_tree(self, tree: str, changes: Mapping[bytes, Entry | None],
+                     expect: str) -> bool:
+        """Whether `tree` with `changes` is the existing tree `expect`, worked out in memory
+        and checked by its id; if so its trees are kept parsed, so nothing of `expect` needs
+        reading (a merge whose result was foreseen)."""
+        made: list[tuple[str, dict[bytes, Entry], bytes]] = []
+        try:
+            if self._edit(tree, changes, made) != expect:
+                return False
+        except CarryError:
+            return False
+        for sha, items, body in made:
+            self._remember(sha, items, body)
+        return True
+
+    def _edit(self, tree: str | None, changes: Mapping[bytes, Entry | None],
+              made: list[tuple[str, dict[bytes, Entry], bytes]] | None) -> str | None:
+        """`edit_tree`, or with `made` the same trees hashed, not written, and listed."""
         old = self.tree_items(tree) if tree else {}
         items = dict(old)
         nested: dict[bytes, dict[bytes, Entry | None]] = {}
@@ -112,7 +133,7 @@ class Trees(Objects):
             entry = items.get(name)
             if entry is not None and entry[0] != b"40000":
                 raise CarryError(f"{name.decode('utf-8', 'replace')} is a file, not a directory")
-            new = self.edit_tree(entry[1] if entry else None, sub)
+            new = self._edit(entry[1] if entry else None, sub, made)
             if new is None:
                 items.pop(name, None)
             else:
@@ -120,6 +141,10 @@ class Trees(Objects):
         if not items:
             return None
         body = _spliced(self._bodies.get(tree or ""), old, items) or _serialized(items)
+        if made is not None:
+            sha = hashlib.sha1(b"tree %d\0" % len(body) + body, usedforsecurity=False).hexdigest()
+            made.append((sha, items, body))
+            return sha
         sha = self.write_object("tree", body)
         self._remember(sha, items, body)
         return sha

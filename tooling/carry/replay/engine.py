@@ -8,49 +8,18 @@ user's branches, `validate` only needs the rebased tree.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from carry.atomic import write_bytes
-from carry.errors import CarryError
-from carry.git import (
-    Entry,
-    Ident,
-    MergeResult,
-    PendingMerge,
-    RawCommit,
-    Repo,
-    parse_changes,
-)
+from carry.git import Ident, Repo
 from carry.replay.chain import Carried, load_chain
 from carry.replay.drops import Drop, find_drops
+from carry.replay.runs import PatchResult as PatchResult
+from carry.replay.runs import run_steps as run_steps
 from carry.replay.targets import ResolvedTarget
 from carry.series import Series
-
-Changes = dict[bytes, tuple[Entry | None, Entry | None]]
-Run = list[tuple[int, RawCommit]]  # consecutive steps (index, commit on the series base)
-
-
-@dataclass
-class PatchResult:
-    """One patch in one target. `source` is the patch as a commit on the series base,
-    `commit` the rebased commit, `upstream` the commit that made it a drop; `forecast` the
-    paths on which a `would-conflict` patch conflicts too once the stop is dealt with."""
-
-    number: int
-    file: str
-    subject: str
-    author: str
-    status: str = "pending"  # applied | dropped | conflict | skipped | pending | would-conflict
-    reason: str = ""
-    commit: str = ""
-    upstream: str = ""
-    source: str = ""
-    forecast: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -104,199 +73,6 @@ def steps_for(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchR
             step.status, step.reason, step.upstream = "dropped", drop.reason, drop.upstream
         out.append(step)
     return out
-
-
-def run_steps(repo: Repo, steps: list[PatchResult], head: str, committer: Ident,
-              batch: bool = True) -> tuple[str, int | None, list[str]]:
-    """Replay every pending step onto `head`; returns the new head, and the index and paths
-    of the step that conflicted, if one did.
-
-    The series is cut once into runs (`_plan`), each one merge; a run that cannot be
-    batched goes patch by patch and is never tried again: the cost is linear in the series,
-    whatever its shape. A run's merge starts as soon as the run before has its merge's tree,
-    so git merges while carry writes the trees and commits of the run before."""
-    head_tree = repo.read_commit(head).tree
-    pending = {i: step.source for i, step in enumerate(steps) if step.status == "pending"}
-    known = _commit_changes(repo, list(pending.values())) if batch and len(pending) > 1 else {}
-    changes: dict[int, Changes] = {i: known[sha] for i, sha in pending.items() if sha in known}
-    runs = _plan(repo, steps, changes, batch)
-    if len(runs) > 1:  # the target's trees the merges will change, read in a few exchanges
-        repo.read_paths(head_tree, {p for ch in changes.values() for p in ch})
-    ahead = _start(repo, runs[0], head_tree) if runs else None
-    for k, run in enumerate(runs):
-        try:
-            merged, ok = (ahead.result(), True) if ahead else (None, True)
-        except CarryError:
-            if len(run) == 1:
-                raise
-            merged, ok = None, False
-        if merged is not None and not merged.clean:
-            if len(run) == 1:
-                steps[run[0][0]].status = "conflict"
-                return head, run[0][0], sorted(set(merged.conflicts))
-            ok = False
-        last = merged.tree if merged else run[-1][1].tree
-        ahead = _start(repo, runs[k + 1], last) if ok and k + 1 < len(runs) else None
-        trees = _trees(repo, run, changes, head_tree, merged) if ok else None
-        if trees is None:  # the run goes patch by patch, and the next merge starts again
-            if ahead:
-                with suppress(CarryError):
-                    ahead.result()
-            head, head_tree, stop = _one_by_one(repo, steps, run, head, head_tree, committer)
-            if stop is not None:
-                return head, stop[0], stop[1]
-            ahead = _start(repo, runs[k + 1], head_tree) if k + 1 < len(runs) else None
-            continue
-        for (j, c), tree in zip(run, trees, strict=True):
-            head, head_tree = _commit(repo, steps[j], c, tree, head, head_tree, committer)
-    return head, None, []
-
-
-def _commit_changes(repo: Repo, shas: list[str]) -> dict[str, Changes]:
-    """Each commit's changes, kept under `.git/carry/changes/` per list of commits: commits
-    never change, so a daily replay of a cached chain does not diff them again."""
-    key = hashlib.sha256("\0".join(["carry-changes-1", *shas]).encode()).hexdigest()[:40]
-    path = repo.carry_dir() / "changes" / key
-    with suppress(OSError):
-        return parse_changes(path.read_bytes())
-    raw = repo.commit_changes_raw(shas)
-    with suppress(OSError):  # a cache that cannot be written is only slower
-        write_bytes(path, raw)
-    return parse_changes(raw)
-
-
-def _commit(repo: Repo, step: PatchResult, c: RawCommit, tree: str, head: str, head_tree: str,
-            committer: Ident) -> tuple[str, str]:
-    """The patch's commit on `head` (none when it changes nothing there); the new head."""
-    if tree == head_tree:
-        step.status, step.reason = "dropped", "empty after replay"
-        return head, head_tree
-    head = repo.write_commit(tree, [head], c.message, c.author, committer, c.encoding)
-    step.status, step.commit = "applied", head
-    return head, tree
-
-
-def _one_by_one(repo: Repo, steps: list[PatchResult], run: Run, head: str, head_tree: str,
-                committer: Ident) -> tuple[str, str, tuple[int, list[str]] | None]:
-    """A run merged patch by patch; stops at the first conflict (its index and paths)."""
-    for j, c in run:
-        if repo.read_commit(c.parents[0]).tree == head_tree:
-            tree = c.tree  # nothing moved under this patch: its own tree is the result
-        else:
-            merged = repo.replay_tree(c, head_tree)
-            if not merged.clean:
-                steps[j].status = "conflict"
-                return head, head_tree, (j, sorted(set(merged.conflicts)))
-            tree = merged.tree
-        head, head_tree = _commit(repo, steps[j], c, tree, head, head_tree, committer)
-    return head, head_tree, None
-
-
-def _start(repo: Repo, run: Run, head_tree: str) -> PendingMerge | None:
-    """The run's one merge onto `head_tree`, started; None when nothing moved under the run
-    (each patch's own tree is then its result)."""
-    first = run[0][1]
-    if repo.read_commit(first.parents[0]).tree == head_tree:
-        return None
-    graft = repo.write_commit(head_tree, first.parents[:1], b"carry graft\n", first.author,
-                              first.author)
-    return repo.start_merge(graft, run[-1][1].sha)
-
-
-def _changes(repo: Repo, c: RawCommit, cache: dict[int, Changes], j: int) -> Changes | None:
-    if j not in cache:
-        try:
-            cache[j] = repo.tree_changes(repo.read_commit(c.parents[0]).tree, c.tree)
-        except CarryError:  # a path that changes type: never batched
-            return None
-    return cache[j]
-
-
-def _plan(repo: Repo, steps: list[PatchResult], cache: dict[int, Changes],
-          batch: bool) -> list[Run]:
-    """The pending steps cut into runs, in order: the longest batchable run from each step
-    (`_run_from`), or one step per run without `batch`."""
-    runs: list[Run] = []
-    i = 0
-    while i < len(steps):
-        if steps[i].status != "pending":
-            i += 1
-            continue
-        run = _run_from(repo, steps, i, cache) if batch else []
-        if not run:
-            run = [(i, repo.read_commit(steps[i].source))]
-        if len(run) == 1 or _batchable([cache[j] for j, _ in run]):
-            runs.append(run)
-        else:  # patch by patch, and never scanned again
-            runs.extend([x] for x in run)
-        i = run[-1][0] + 1
-    return runs
-
-
-def _run_from(repo: Repo, steps: list[PatchResult], start: int,
-              cache: dict[int, Changes]) -> Run:
-    """The longest run of pending patches from `start`, each on the one before it, whose
-    paths are pairwise disjoint and never one inside another (a file/directory swap): an
-    overlap ends the run before the overlapping patch, which then starts the next run."""
-    run: Run = []
-    seen: set[bytes] = set()
-    seen_dirs: set[bytes] = set()
-    for j in range(start, len(steps)):
-        c = repo.read_commit(steps[j].source)
-        if steps[j].status != "pending" or (run and c.parents[:1] != (run[-1][1].sha,)):
-            break
-        ch = _changes(repo, c, cache, j)
-        if ch is None:
-            break
-        dirs = {p[:i] for p in ch for i in range(len(p)) if p[i:i + 1] == b"/"}
-        if run and (seen & ch.keys() or dirs & seen or seen_dirs & ch.keys()):
-            break
-        seen |= ch.keys()
-        seen_dirs |= dirs
-        run.append((j, c))
-    return run
-
-
-def _batchable(changes: list[Changes]) -> bool:
-    """Whether one merge of the run's patches gives the trees one merge each would.
-
-    When the patches of a run touch pairwise different paths, each path's merge has the same
-    three inputs whether the run is merged patch by patch or at once (its base, upstream's
-    version, the patch's version), so one `merge-tree` of the whole run gives every path's
-    result, and each patch's tree is upstream's tree with the results of its own and the
-    earlier patches' paths put in. A deletion and an addition in different patches (a rename
-    git could pair across patches) could make the two ways differ; a conflict or a merge
-    result outside the run's paths is found after the merge (`_trees`)."""
-    deleting = {k for k, ch in enumerate(changes) if any(new is None for _, new in ch.values())}
-    adding = {k for k, ch in enumerate(changes) if any(old is None for old, _ in ch.values())}
-    return not (deleting and adding and len(deleting | adding) > 1)
-
-
-def _trees(repo: Repo, run: Run, cache: dict[int, Changes], head_tree: str,
-           merged: MergeResult | None) -> list[str] | None:
-    """Each patch's tree from the run's one clean merge (None: nothing moved under it), or
-    None when the merge changed something outside the run's paths (an upstream rename), so
-    that the patches go one by one."""
-    if merged is None:
-        return [c.tree for _, c in run]
-    if len(run) == 1:
-        return [merged.tree]
-    changes = [cache[j] for j, _ in run]
-    paths: set[bytes] = set().union(*changes)
-    try:
-        repo.derive_tree(head_tree, merged.tree, paths)
-        diff = repo.tree_changes(head_tree, merged.tree)
-        if not diff.keys() <= paths:
-            return None
-        out, tree = [], head_tree
-        for ch in changes[:-1]:
-            edits = {p: diff[p][1] for p in ch if p in diff}
-            if edits:
-                tree = repo.edit_tree(tree, edits) or repo.write_object("tree", b"")
-            out.append(tree)
-    except CarryError:
-        return None
-    return [*out, merged.tree]  # the last patch's tree is the merge's own
 
 
 def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,

@@ -345,3 +345,30 @@ def test_a_rebase_that_changes_nothing_keeps_the_branch_and_its_reflog(
     moved = run_carry(*args, "--json")
     assert json.loads(moved.out)[0]["updated"] is True
 
+
+
+def test_a_damaged_changes_cache_costs_a_diff_not_a_wrong_commit(
+        upstream: CommitBuilder, make_series: MakeSeries) -> None:
+    _feature(upstream)
+    _drift(upstream)
+    s = make_series(upstream, "feature")
+    repo = Repo.open(upstream.path)
+    first = replay(s, repo, "main")
+    want = git(upstream.path, "log", "--format=%T", f"main..{first.head}")
+    kept = sorted((upstream.path / ".git" / "carry" / "changes").iterdir())
+    assert kept  # the replay batched, and kept each commit's changes
+    tuned = git(upstream.path, "rev-parse", "feature~2:src/util.py").encode()
+    other = git(upstream.path, "rev-parse", "main:src/core.py").encode()
+    damaged = [f.read_bytes().replace(tuned, other) for f in kept]
+    assert all(tuned not in d for d in damaged) and any(other in d for d in damaged)
+    renamed = [f.read_bytes().replace(b"src/core.py", b"src/cor2.py") for f in kept]
+    # two patches' changes swapped: without the checksum each commit's tree came out wrong
+    a, b = (first.patches[i].source.encode() for i in (0, 2))
+    swapped = [f.read_bytes().replace(a, b"@" * 40).replace(b, a).replace(b"@" * 40, b)
+               for f in kept]
+    for garbage in (damaged, renamed, swapped, [b"garbage"] * len(kept)):
+        for f, data in zip(kept, garbage, strict=True):
+            f.write_bytes(data)
+        again = replay(s, Repo.open(upstream.path), "main")
+        assert again.status == "applied"
+        assert git(upstream.path, "log", "--format=%T", f"main..{again.head}") == want

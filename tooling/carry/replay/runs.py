@@ -99,13 +99,22 @@ def _commit_changes(repo: Repo, shas: list[str]) -> dict[str, Changes]:
     key = hashlib.sha256("\0".join(["carry-changes-1", *shas]).encode()).hexdigest()[:40]
     folder = repo.carry_dir() / "changes"
     with suppress(OSError):
-        return parse_changes((folder / key).read_bytes())
+        kept = _checked((folder / key).read_bytes())
+        if kept is not None:
+            return parse_changes(kept)
     raw = repo.commit_changes_raw(shas)
     with suppress(OSError):  # a cache that cannot be written is only slower
-        write_bytes(folder / key, raw)
+        write_bytes(folder / key, hashlib.sha256(raw).hexdigest().encode() + b"\n" + raw)
         for old in sorted(folder.iterdir(), key=lambda f: f.stat().st_mtime)[:-32]:
             old.unlink()
     return parse_changes(raw)
+
+
+def _checked(data: bytes) -> bytes | None:
+    """The cached diff, if its checksum holds: the trees of a batch are derived from these
+    changes, so a damaged file must cost a diff, never a wrong commit."""
+    digest, _, raw = data.partition(b"\n")
+    return raw if hashlib.sha256(raw).hexdigest().encode() == digest else None
 
 
 def _commit(repo: Repo, step: PatchResult, c: RawCommit, tree: str, head: str, head_tree: str,

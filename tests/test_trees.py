@@ -1,8 +1,8 @@
 """Property: carry's in-process trees agree with git's. A tree edited by splicing the changed
-entries into its bytes is the tree `git mktree` writes for the same entries, and a tree
-derived from another (a merge's result against its upstream side) has the entries git's own
-parse gives, whatever the names hold (spaces, NULs-adjacent bytes, names that also occur
-inside object ids)."""
+entries into its bytes is the tree `git mktree` writes for the same entries; a tree foreseen
+from another is recognised only when it is that tree; and a tree derived from another (a
+merge's result against its upstream side) has the entries git's own parse gives, whatever the
+names hold (spaces, digits, a name that is also a mode)."""
 
 from __future__ import annotations
 
@@ -70,10 +70,17 @@ def test_edit_and_derive_agree_with_git(spec: dict[bytes, tuple[bytes, int]],
         a, b = nest(before), nest(after)
         paths = {prefix + name for name in edit}
         editor, deriver, fresh = Repo.open(path), Repo.open(path), Repo.open(path)
+        foreseer = Repo.open(path)
         try:
-            got = editor.edit_tree(a, {p: (None if v is None else (v[0], blobs[v[1]]))
-                                       for p, v in ((prefix + n, v) for n, v in edit.items())})
+            changes = {p: (None if v is None else (v[0], blobs[v[1]]))
+                       for p, v in ((prefix + n, v) for n, v in edit.items())}
+            got = editor.edit_tree(a, changes)
             assert (got or _mktree(path, {})) == b
+            # foreseen: right only for the very tree, and then parsed without reading it
+            assert not foreseer.predict_tree(a, changes, blobs[0])
+            if got is not None:
+                assert foreseer.predict_tree(a, changes, b)
+                assert foreseer.tree_items(b) == fresh.tree_items(b)
             subs = [items[b"sub"][1] for items in (deriver.tree_items(a),) if b"sub" in items]
             deriver.read_trees(subs)
             deriver.derive_tree(a, b, paths)
@@ -82,5 +89,5 @@ def test_edit_and_derive_agree_with_git(spec: dict[bytes, tuple[bytes, int]],
                 assert deriver.tree_items(tree) == fresh.tree_items(tree)
             assert deriver.tree_changes(a, b) == fresh.tree_changes(a, b)
         finally:
-            for r in (editor, deriver, fresh):
+            for r in (editor, deriver, fresh, foreseer):
                 r.close()

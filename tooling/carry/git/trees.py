@@ -140,7 +140,9 @@ class Trees(Objects):
                 items[name] = (b"40000", new)
         if not items:
             return None
-        body = _spliced(self._bodies.get(tree or ""), old, items) or _serialized(items)
+        touched = {path.partition(b"/")[0] for path in changes}
+        body = _spliced(self._bodies.get(tree or ""), old, items, touched) or \
+            _serialized(items)
         if made is not None:
             sha = hashlib.sha1(b"tree %d\0" % len(body) + body, usedforsecurity=False).hexdigest()
             made.append((sha, items, body))
@@ -174,7 +176,8 @@ class Trees(Objects):
                 items.pop(name, None)
             else:
                 items[name] = entry
-        if kind != "tree" or (_spliced(body_a, old, items) or _serialized(items)) != body_b:
+        if kind != "tree" or (_spliced(body_a, old, items, nested) or
+                              _serialized(items)) != body_b:
             return
         self._remember(b, items, body_b)
         for name, subs in nested.items():
@@ -203,19 +206,19 @@ def _find_entry(body: bytes, name: bytes) -> Entry | Literal[False] | None:
     return (mode, sha.hex()) if mode is not None and len(sha) == 20 else False
 
 
-def _spliced(body: bytes | None, old: dict[bytes, Entry], new: dict[bytes, Entry]
-             ) -> bytes | None:
-    """`body` (the bytes of the tree `old`) with the entries that `new` replaces rewritten in
-    place; None when names come or go or a file becomes a directory (the order may change),
-    or an entry's bytes are not unique in `body`. Most edits replace one entry per level, and
-    this spares re-serializing the rest."""
-    if body is None or new.keys() != old.keys():
+def _spliced(body: bytes | None, old: dict[bytes, Entry], new: dict[bytes, Entry],
+             names: Iterable[bytes]) -> bytes | None:
+    """`body` (the bytes of the tree `old`) with the entries `names` (the only ones that may
+    differ in `new`) rewritten in place; None when one of them comes or goes or turns from a
+    file into a directory (the order may change), or when an entry's bytes are not unique in
+    `body`. Most edits replace one entry per level, and this spares touching the rest."""
+    if body is None:
         return None
-    for name, entry in new.items():
-        was = old[name]
-        if entry == was:
+    for name in names:
+        was, entry = old.get(name), new.get(name)
+        if was == entry:
             continue
-        if (entry[0] == b"40000") != (was[0] == b"40000"):
+        if was is None or entry is None or (entry[0] == b"40000") != (was[0] == b"40000"):
             return None
         before = was[0] + b" " + name + b"\0" + bytes.fromhex(was[1])
         at = body.find(before)

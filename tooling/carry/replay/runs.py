@@ -236,14 +236,15 @@ def _trees(repo: Repo, run: Run, cache: dict[int, Changes], head_tree: str,
     changes = [cache[j] for j, _ in run]
     paths: set[bytes] = set().union(*changes)
     try:
-        if not _foreseen(repo, head_tree, merged.tree, changes):
+        diff = _foreseen(repo, head_tree, merged.tree, changes)
+        if diff is None:
             repo.derive_tree(head_tree, merged.tree, paths)
-        diff = repo.tree_changes(head_tree, merged.tree)
-        if not diff.keys() <= paths:
-            return None
+            diff = {p: new for p, (_, new) in repo.tree_changes(head_tree, merged.tree).items()}
+            if not diff.keys() <= paths:
+                return None
         out, tree = [], head_tree
         for ch in changes[:-1]:
-            edits = {p: diff[p][1] for p in ch if p in diff}
+            edits = {p: diff[p] for p in ch if p in diff}
             if edits:
                 tree = repo.edit_tree(tree, edits) or repo.write_object("tree", b"")
             out.append(tree)
@@ -252,14 +253,17 @@ def _trees(repo: Repo, run: Run, cache: dict[int, Changes], head_tree: str,
     return [*out, merged.tree]  # the last patch's tree is the merge's own
 
 
-def _foreseen(repo: Repo, head_tree: str, merged_tree: str, changes: list[Changes]) -> bool:
-    """Whether the merge gave what a trivial merge of every path gives (the patch's version
-    wherever upstream has what the patch found there, or the patch's own version), checked
-    by the tree's id: then none of the merge's trees is read."""
+def _foreseen(repo: Repo, head_tree: str, merged_tree: str, changes: list[Changes]
+              ) -> dict[bytes, Entry | None] | None:
+    """What the merge changed, when it is what a trivial merge of every path gives (the
+    patch's version wherever upstream has what the patch found there, or the patch's own
+    version), checked by the tree's id: then none of the merge's trees is read, nor diffed."""
     edits: dict[bytes, Entry | None] = {}
     for ch in changes:
         for path, (old, new) in ch.items():
-            if repo.tree_lookup(head_tree, path) not in (old, new):
-                return False  # a real three-way merge: its result is read
-            edits[path] = new
-    return repo.predict_tree(head_tree, edits, merged_tree)
+            have = repo.tree_lookup(head_tree, path)
+            if have not in (old, new):
+                return None  # a real three-way merge: its result is read
+            if have != new:
+                edits[path] = new
+    return edits if repo.predict_tree(head_tree, edits, merged_tree) else None

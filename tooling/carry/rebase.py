@@ -111,15 +111,17 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
 def _replay_all(series: Series, repo: Repo, base: str, carried: list[Carried],
                 tlist: list[ResolvedTarget], committer: Ident) -> list[Replayed | str]:
     """Each target's replay, in a process of its own up to the core count: the tree work is
-    Python, and threads would share one core (a failure is its one-line message)."""
+    Python, and threads would share one core (a failure is its one-line message). The first
+    target runs here, on this process's warm object cache, while workers take the rest."""
     jobs = [(series, repo.path, base, carried, t, committer) for t in tlist]
-    workers = min(len(tlist), os.cpu_count() or 1)
-    if workers < 2:
-        return [_replay_one(job) for job in jobs]
+    workers = min(len(tlist), os.cpu_count() or 1) - 1
+    if workers < 1:
+        return [_replay_one(job, repo) for job in jobs]
     ctx = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_die_with_parent,
                              initargs=(os.getpid(),)) as pool:
-        return list(pool.map(_replay_one, jobs))
+        rest = [pool.submit(_replay_one, job) for job in jobs[1:]]  # forks before our threads
+        return [_replay_one(jobs[0], repo), *(f.result() for f in rest)]
 
 
 def _die_with_parent(parent: int) -> None:
@@ -135,16 +137,17 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _replay_one(job: tuple[Series, Path, str, list[Carried], ResolvedTarget, Ident]
-                ) -> Replayed | str:
+def _replay_one(job: tuple[Series, Path, str, list[Carried], ResolvedTarget, Ident],
+                own: Repo | None = None) -> Replayed | str:
     series, path, base, carried, target, committer = job
-    repo = Repo(path)
+    repo = own or Repo(path)
     try:
         return replay_target(series, repo, base, carried, target, committer)
     except CarryError as exc:
         return exc.line()
     finally:
-        repo.close()
+        if own is None:
+            repo.close()
 
 
 def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetResult]],

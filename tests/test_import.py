@@ -191,6 +191,10 @@ def test_import_from_a_url_clones(upstream: CommitBuilder, series_root: Path) ->
     ({"rng": "base...feature"}, "must look like BASE..HEAD"),
     ({"rng": "feature..base"}, "has no commits"),
     ({"rng": "nope..feature"}, "unknown revision 'nope'"),
+    ({"rng": "base..no pe"}, "unknown revision 'no pe'"),  # cat-file says `no pe^{commit} missing`
+    ({"rng": "base..x 1"}, "unknown revision 'x 1'"),
+    ({"rng": "base..feature:README"}, "unknown revision 'feature:README'"),  # a blob
+    ({"rng": "-x..feature"}, "unknown revision '-x'"),
     ({"branch": "feature"}, "need a base ref"),
     ({"branch": "nope", "base_ref": "base"}, "unknown revision 'nope'"),
 ])

@@ -50,8 +50,8 @@ def resolve_range(
     if rng:
         if ".." not in rng or "..." in rng:
             raise CarryError(f"--range must look like BASE..HEAD, got {rng!r}")
-        base, head = rng.split("..", 1)
-        return repo.rev_parse(base or "HEAD"), repo.rev_parse(head or "HEAD"), rng
+        base, head = repo.commit_ids([end or "HEAD" for end in rng.split("..", 1)])
+        return base, head, rng
     if not base_ref:
         raise CarryError("--branch and --pr need a base ref", hint="pass --base REF")
     base_sha = repo.rev_parse(base_ref)

@@ -4,6 +4,7 @@ and worktrees. Callers see one `Repo` and never a raw git command line."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
@@ -55,6 +56,20 @@ class Repo(Refs, History, Index, Worktrees):
     def fork(self) -> Self:
         """Another handle on this repository, with its own cat-file process, for a thread."""
         return type(self)(self.path, _odb=self._odb, _common=self._common)
+
+    def commit_ids(self, revs: Sequence[str]) -> list[str]:
+        """Revisions resolved to commits in one cat-file exchange, not a rev-parse each (the
+        same resolution; the commits are kept parsed). A rev cat-file cannot name is given to
+        `rev_parse`, which says what is wrong with it."""
+        if any(not rev or "\n" in rev or rev.startswith("-") for rev in revs):
+            return [self.rev_parse(rev) for rev in revs]
+        try:
+            found = self._ask([f"{rev}^{{commit}}" for rev in revs])
+        except CarryError:
+            return [self.rev_parse(rev) for rev in revs]
+        for sha, _, body in found:
+            self._commits.setdefault(sha, parse_commit(sha, body))
+        return [sha for sha, _, _ in found]
 
     def claim_branch(self, branch: str, force: bool = False) -> tuple[str, str | None]:
         """Check, before any work, that carry may write `branch`; returns (ref, old value).

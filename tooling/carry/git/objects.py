@@ -73,8 +73,8 @@ class Objects(Base):
                 proc.stdin.flush()
                 for rev in group:  # every answer is read, so the next exchange starts clean
                     header = proc.stdout.readline().decode().split()
-                    if len(header) != 3:
-                        unknown.append(rev)
+                    if len(header) != 3 or not header[2].isdigit():  # `<rev> missing` (a rev
+                        unknown.append(rev)  # may hold spaces), `<rev> ambiguous`
                         continue
                     sha, kind, size = header
                     out.append((sha, kind, proc.stdout.read(int(size))))

@@ -3,6 +3,7 @@ Change-Id / Link / cherry-pick trailers, provenance equivalents, and empty after
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -243,3 +244,11 @@ def test_remembered_search_only_adds_new_upstream_commits(upstream: CommitBuilde
     kept, fresh = both()
     assert kept == fresh == {}
     assert list((upstream.path / ".git" / "carry" / "search").glob("*.json"))
+    # a damaged memory is searched again: never a wrong mark, never a crash
+    [kept_file] = (upstream.path / ".git" / "carry" / "search").glob("*.json")
+    data = json.loads(kept_file.read_text())
+    data["entries"][-1]["marked"] = [c.commit.sha for c in carried]  # "upstream has them all"
+    for damaged in (json.dumps(data), "{}", "[]", "not json", json.dumps({"entries": 1})):
+        kept_file.write_text(damaged)
+        kept, fresh = both()
+        assert kept == fresh == {}

@@ -13,13 +13,13 @@ every tree entry against every pathspec costs more than git's plain tree diff.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from carry import trailers as trailermod
@@ -71,10 +71,7 @@ def _search(repo: Repo, head: str, base: str, target: str, needles: list[str],
     the daily rebase onto a moving main costs what the new upstream commits cost."""
     key = hashlib.sha256("\0".join([head, base, *needles]).encode()).hexdigest()[:32]
     path = repo.carry_dir() / "search" / f"{key}.json"
-    known: list[dict[str, Any]] = []
-    if remember and path.exists():
-        with contextlib.suppress(OSError, ValueError):
-            known = json.loads(path.read_text(encoding="utf-8"))
+    known = _remembered(path) if remember else []
     since: dict[str, Any] | None = None
     for entry in reversed(known[-3:]):
         if entry["target"] == target:
@@ -94,8 +91,27 @@ def _search(repo: Repo, head: str, base: str, target: str, needles: list[str],
     if remember:
         known = [e for e in known if e["target"] != target][-7:]
         known.append({"target": target, "marked": sorted(marked), "hits": hits})
-        write_json(path, known)
+        write_json(path, {"sum": _digest(known), "entries": known})
     return marked, hits
+
+
+def _digest(entries: list[dict[str, Any]]) -> str:
+    return hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
+
+
+def _remembered(path: Path) -> list[dict[str, Any]]:
+    """The searches kept for this chain, if the file is whole: a damaged one is searched
+    again, since a wrong mark would drop a patch upstream does not have."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        entries = data["entries"]
+        if data["sum"] == _digest(entries) and all(
+                isinstance(e["target"], str) and isinstance(e["marked"], list)
+                and isinstance(e["hits"], list) for e in entries):
+            return list(entries)
+    except (OSError, ValueError, TypeError, KeyError):
+        pass
+    return []
 
 
 def _by_patch_id(repo: Repo, carried: Sequence[Carried], marked: set[str],

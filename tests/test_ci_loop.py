@@ -208,6 +208,14 @@ def test_the_loop_opens_a_pr_and_an_issue_then_goes_quiet_then_closes_the_issue(
     (forced,) = [site.cell(c, *LOOP, "--force") for c in cells]
     assert [(a["kind"], a["action"]) for a in forced["loop"]] == [("pr", "unchanged")]
     assert len(gh.state.writes()) == writes and site.origin_refs() == refs
+    # ... and so on a fresh runner, whose clone has the published branch only as origin's
+    published = git(up.path, "ls-remote", "origin", "refs/heads/carry/good").split()[0]
+    git(up.path, "branch", "-D", "carry/good")
+    assert git(up.path, "rev-parse", "refs/remotes/origin/carry/good") == published
+    (fresh,) = [site.cell(c, *LOOP, "--force") for c in cells]
+    assert [(a["kind"], a["action"]) for a in fresh["loop"]] == [("pr", "unchanged")]
+    assert len(gh.state.writes()) == writes and site.origin_refs() == refs
+    assert git(up.path, "rev-parse", "carry/good") == published
     for n, counts in (("run 1", run1), ("run 3", run3)):
         print(f"{n}: {dict(sorted(counts.items()))}")
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from carry.job import Row
+    from carry.replay.engine import TargetResult
 
 
 @dataclass
@@ -149,6 +150,7 @@ def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target
         (result,) = rebase.run(s, ctx.repo, opts)
     if result.status != "applied":
         raise CarryError(f"refreshing {s.name} onto {row.ref}: {result.message or result.status}")
+    _keep_published(ctx.repo, result, f"refs/remotes/{remote}/{branch}")
     fresh = seriesmod.find(s.root.parent, s.name)
     done = prmod.run([fresh], ctx.repo, branch, remote, pr_base, full,
                      row.report or None, True, False, ctx.opts.access)
@@ -157,6 +159,18 @@ def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target
     act.note = (f"series refreshed to version {version}; " if version else "") + \
         f"pushed {branch} ({done.commit[:12]}) to {remote}"
     return [act]
+
+
+def _keep_published(repo: Repo, result: TargetResult, published_ref: str) -> None:
+    """A CI runner starts from a fresh clone, with no local `carry/NAME` for the rebase to
+    find up to date: when the branch the loop published last holds this replay, the local
+    branch takes its commits, so nothing is pushed and the PR's head stays."""
+    from carry.replay.reuse import keep_existing
+
+    published, made = repo.try_rev_parse(published_ref), result.head
+    if published and published != made and keep_existing(repo, result, published):
+        repo.set_ref(result.branch, published, made,
+                     message=f"carry loop: {published_ref} already holds this replay")
 
 
 # -- tracking issues -------------------------------------------------------------------------

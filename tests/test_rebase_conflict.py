@@ -323,3 +323,34 @@ def test_kill_minus_9_then_abort_leaves_repo_identical(long_series: dict[str, An
 def test_kill_minus_9_many_moments(long_series: dict[str, Any]) -> None:
     _kill_and_abort(long_series, kills=50, seed=7,
                     continue_delays=tuple(0.012 * i for i in range(1, 51)))
+
+
+def test_a_kill_during_the_conflict_checkout_leaves_nothing_after_abort(
+        stopped: dict[str, Any]) -> None:
+    """carry killed while `git worktree add` fills the conflict worktree: the git child dies
+    with it, so nothing writes into the worktree after `--abort` removed it."""
+    import signal
+    import subprocess
+    import sys
+
+    up: CommitBuilder = stopped["up"]
+    git(up.path, "checkout", "-q", "main")
+    for d in range(20):  # a tree big enough that the checkout takes a while
+        (up.path / "bulk" / f"d{d}").mkdir(parents=True)
+        for f in range(300):
+            (up.path / "bulk" / f"d{d}" / f"f{f}.txt").write_text(f"{d} {f}\n" * 20)
+    git(up.path, "add", "-A")
+    git(up.path, "commit", "-q", "-m", "bulk")
+    before = _snapshot(up.path)
+    wt = up.path.parent / f"{up.path.name}.carry" / "demo" / "main"
+    proc = subprocess.Popen([sys.executable, "-m", "carry", *stopped["args"], "--onto", "main"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not (wt / "bulk").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.001)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert run_carry(*stopped["args"], "--abort").code in (0, 2)
+    time.sleep(1.0)  # what an orphaned checkout would still write, it writes by now
+    assert _snapshot(up.path) == before
+    _no_leftovers(up.path)

@@ -12,7 +12,7 @@ import os
 import re
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,7 +104,10 @@ class Base:
         check: bool = True,
         ok_codes: Sequence[int] = (0,),
         cwd: Path | None = None,
+        tied: bool = False,
     ) -> subprocess.CompletedProcess[bytes]:
+        """`tied`: the git child is killed with carry (see `_tie`), for commands that write
+        a working tree."""
         full_env = None
         if env:
             full_env = dict(os.environ)
@@ -118,6 +121,7 @@ class Base:
             stdin=None if input is not None else subprocess.DEVNULL,
             capture_output=True,
             env=full_env,
+            preexec_fn=_tie(os.getpid()) if tied else None,  # noqa: PLW1509
         )
         if check and proc.returncode not in ok_codes:
             raise GitError(complaint(args, proc.stderr or proc.stdout))
@@ -222,3 +226,25 @@ def complaint(args: Sequence[str], stderr: bytes) -> str:
     )
     cmd = next((a for a in args if not a.startswith("-") and "=" not in a), "git")
     return f"git {cmd} failed: {useful or 'no output'}"
+
+
+def _tie(parent: int) -> Callable[[], None]:
+    """What a git child runs before exec so that a `kill -9` of carry kills it too: a
+    `git worktree add` or `cherry-pick` left running would go on writing files after
+    `carry rebase --abort` removed its worktree. Resolved here, in the parent, so the child
+    only makes one call (a PDEATHSIG fires when the forking thread ends; `_run` waits on the
+    child in that thread, so it outlives the child)."""
+    import ctypes
+    import signal
+
+    prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
+    pr_set_pdeathsig = 1
+
+    def tie() -> None:
+        if prctl is not None:
+            prctl(pr_set_pdeathsig, signal.SIGKILL)
+        if os.getppid() != parent:  # carry died before the call above
+            os._exit(1)
+
+    return tie
+

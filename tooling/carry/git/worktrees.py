@@ -11,8 +11,15 @@ from carry.git.base import Base, GitError, complaint
 
 class Worktrees(Base):
     def worktree_add(self, path: Path, commit: str) -> Self:
-        self._run("worktree", "add", "--detach", "--force", str(path), commit)
-        return type(self)(path.resolve())
+        """A detached worktree at `commit`, its files written by a `reset --hard` that carry
+        runs itself: `worktree add` would check out in a child of its own, which a `kill -9`
+        of carry leaves writing after `--abort` removed the worktree (and which runs the
+        repository's post-checkout hook)."""
+        self._run("worktree", "add", "--no-checkout", "--detach", "--force", str(path), commit,
+                  tied=True)
+        made = type(self)(path.resolve())
+        made._run("reset", "--quiet", "--hard", tied=True)
+        return made
 
     def worktree_remove(self, path: Path) -> None:
         self._run("worktree", "remove", "--force", "--force", str(path), check=False)
@@ -34,13 +41,13 @@ class Worktrees(Base):
     def stage_tracked(self) -> str:
         """Stage every tracked file as it is now (resolving conflicts) and write the tree;
         untracked files stay out, as with `git rebase --continue`."""
-        self._run("add", "--update", "--", ".")
+        self._run("add", "--update", "--", ".", tied=True)
         return self._out("write-tree")
 
     def cherry_pick_no_commit(self, commit: str) -> list[str]:
         """Apply `commit` in this worktree with git's own conflict markers and no commit;
         returns the conflicted paths (none when it applied)."""
-        proc = self._run("cherry-pick", "--no-commit", commit, check=False)
+        proc = self._run("cherry-pick", "--no-commit", commit, check=False, tied=True)
         out = self._run("ls-files", "--unmerged", "-z").stdout
         unmerged = sorted({rec.partition(b"\t")[2].decode("utf-8", "surrogateescape")
                            for rec in out.split(b"\0") if rec})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -150,3 +151,32 @@ def test_an_absent_image_is_never_pulled(calc: CommitBuilder, tmp_path: Path,
     assert line == (f"carry: error: image {ref} is not present in podman's local images; "
                     f"carry never pulls (hint: fetch or build it first (e.g. podman pull "
                     f"{ref}))")
+
+
+def test_a_container_a_killed_validation_left_is_removed_by_the_next(
+        calc: CommitBuilder, tmp_path: Path, image: str) -> None:
+    """A validation killed with -9 cannot stop its `sleep infinity` container; the next one on
+    this host removes it, and leaves a live carry's and another host's alone."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    host = re.sub(r"[^a-zA-Z0-9_.]+", "_", os.uname().nodename)[:40] or "host"
+    names = {"dead": f"carry-validate-{host}-{dead.pid}-dead0001",
+             "live": f"carry-validate-{host}-{os.getpid()}-live0001",
+             "other": f"carry-validate-elsewhere-{dead.pid}-other001"}
+    for name in names.values():
+        subprocess.run(["podman", "run", "-d", "--rm", "--name", name, "--pull=never",
+                        "--entrypoint", "sleep", image, "infinity"], check=True,
+                       capture_output=True, env=_podman_env())
+    try:
+        root = tmp_path / "series"
+        _series(calc, root, "fix", image)
+        r = _validate(calc, root, "fix", "--onto", "v2", "--no-cache")
+        assert r.code == 0, r.out + r.err
+        running = subprocess.run(["podman", "ps", "-a", "--format", "{{.Names}}"],
+                                 capture_output=True, text=True, env=_podman_env()).stdout.split()
+        assert names["dead"] not in running
+        assert names["live"] in running and names["other"] in running
+        assert not [n for n in running if n not in names.values()]  # its own is gone too
+    finally:
+        subprocess.run(["podman", "rm", "-f", "-i", "-t", "0", *names.values()],
+                       capture_output=True, env=_podman_env())

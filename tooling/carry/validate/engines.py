@@ -34,6 +34,14 @@ _STEP_ENV = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory",
              "GIT_CONFIG_VALUE_0": "*", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
 
+_NAME = "carry-validate-"  # a container's name: carry-validate-HOST-PID-RANDOM
+
+
+def _host() -> str:
+    """This host, as a container name may spell it."""
+    return re.sub(r"[^a-zA-Z0-9_.]+", "_", os.uname().nodename)[:40] or "host"
+
+
 class EngineError(CarryError):
     """The engine cannot run the plan: not installed, not running, or not the pinned image."""
 
@@ -267,7 +275,9 @@ class ContainerEngine:
     def session(self, mounts: Sequence[Mount]) -> Iterator[Session]:
         if not self._image_path:
             self.check()
-        cmd = ["run", "-d", "--rm", "--pull=never", "--entrypoint", "sleep"]
+        self._sweep()
+        name = f"{_NAME}{_host()}-{os.getpid()}-{os.urandom(4).hex()}"
+        cmd = ["run", "-d", "--rm", "--name", name, "--pull=never", "--entrypoint", "sleep"]
         env = dict(_STEP_ENV)
         env["PATH"] = _path_with(self.python, self._image_path)
         if self.name == "docker" and os.getuid() != 0:
@@ -285,8 +295,22 @@ class ContainerEngine:
         try:
             yield ContainerSession(self._exe(), cid, env)
         finally:
-            rm = ["rm", "-f", cid] if self.name == "docker" else ["rm", "-f", "-t", "0", cid]
-            self._cmd(*rm)
+            self._remove(cid)
+
+    def _remove(self, cid: str) -> None:
+        self._cmd(*(["rm", "-f", cid] if self.name == "docker" else ["rm", "-f", "-t", "0", cid]))
+
+    def _sweep(self) -> None:
+        """Remove the containers of validations on this host whose carry is gone: one killed
+        with -9 cannot stop its `sleep infinity` container. The name says which host and
+        process made it; another host's (a shared daemon) or a live one's is left alone."""
+        from carry import scratch
+
+        proc = self._cmd("ps", "-a", "--filter", f"name={_NAME}", "--format", "{{.Names}}")
+        stem = f"{_NAME}{_host()}-"
+        for name in proc.stdout.decode("utf-8", "replace").split():
+            if scratch.maker_dead(name, stem):
+                self._remove(name)
 
 
 def _image_path(env_json: str) -> str:

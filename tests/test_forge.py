@@ -64,6 +64,9 @@ def test_pr_dry_run_names_the_pr_it_would_update(gh: github_server.RunningServer
     assert "would push" in offline.out and f"open a draft PR in {FORK} against main" in offline.out
     assert "no GitHub token, so whether a PR for this series set is open already was not " \
         "checked" in offline.out
+    bad = run_carry(*args, "--dry-run", env={**env, "GITHUB_TOKEN": "ghp_with space"})
+    assert bad.code == 2 and len(bad.err.strip().splitlines()) == 1  # not "no token"
+    assert "holds characters that an HTTP header cannot carry" in bad.err
 
 
 def test_pr_opens_once_then_updates(gh: github_server.RunningServer, fork: CommitBuilder,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,8 @@ from typing import Any
 
 import pytest
 import synthetic
+
+from carry.validate import engines
 
 try:  # tests/ on sys.path (rootdir conftest), or tests/ as a package
     from conftest import CommitBuilder, Result, run_carry
@@ -159,7 +160,7 @@ def test_a_container_a_killed_validation_left_is_removed_by_the_next(
     this host removes it, and leaves a live carry's and another host's alone."""
     dead = subprocess.Popen(["true"])
     dead.wait()
-    host = re.sub(r"[^a-zA-Z0-9_.]+", "_", os.uname().nodename)[:40] or "host"
+    host = engines.host_tag()
     names = {"dead": f"carry-validate-{host}-{dead.pid}-dead0001",
              "live": f"carry-validate-{host}-{os.getpid()}-live0001",
              "other": f"carry-validate-elsewhere-{dead.pid}-other001"}

@@ -79,6 +79,11 @@ def api_url(explicit: str | None = None) -> str:
     return url
 
 
+def token_set(var: str | None = None) -> bool:
+    """Whether `token_from_env` has a value to check (a dry run without one stays offline)."""
+    return any(os.environ.get(name, "").strip() for name in ((var,) if var else TOKEN_VARS))
+
+
 def token_from_env(var: str | None = None) -> str:
     """--token-env NAME, else $GH_TOKEN, else $GITHUB_TOKEN: the order gh reads them in."""
     names = (var,) if var else TOKEN_VARS

@@ -196,12 +196,10 @@ def _open_pr(forge: forgemod.Forge, result: PrResult) -> forgemod.PullInfo | Non
 def _preview(access: forgemod.Access, result: PrResult) -> PrResult:
     """A dry run reads (never writes) the forge when it has a token, so that it can say
     which PR the real run would update; without one it says that it did not look."""
-    try:
-        forge = access.connect()
-    except CarryError:  # no usable token: the preview stays offline
+    if not forgemod.token_set(access.token_env):
         result.looked_up = False
         return result
-    existing = _open_pr(forge, result)
+    existing = _open_pr(access.connect(), result)  # a bad token fails as in a real run
     if existing:
         result.action, result.number, result.head = "would-update", existing.number, existing.head
         result.url = existing.url

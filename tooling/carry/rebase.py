@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from carry import rebasestate as st
+from carry import scratch
 from carry.errors import CarryError
 from carry.git import GitError, Ident, RefUpdate, Repo
 from carry.replay import targets as targetmod
@@ -118,23 +119,10 @@ def _replay_all(series: Series, repo: Repo, base: str, carried: list[Carried],
     if workers < 1:
         return [_replay_one(job, repo) for job in jobs]
     ctx = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_die_with_parent,
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=scratch.tie_to_parent,
                              initargs=(os.getpid(),)) as pool:
         rest = [pool.submit(_replay_one, job) for job in jobs[1:]]  # forks before our threads
         return [_replay_one(jobs[0], repo), *(f.result() for f in rest)]
-
-
-def _die_with_parent(parent: int) -> None:
-    """A worker shares its parent's open files, the series lock among them: when a `kill -9`
-    ends the parent, the worker must end too, or the lock outlives the run."""
-    import ctypes
-    import signal
-
-    pr_set_pdeathsig = 1
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent died before the call above
-        os._exit(1)
 
 
 def _replay_one(job: tuple[Series, Path, str, list[Carried], ResolvedTarget, Ident],

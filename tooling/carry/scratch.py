@@ -2,14 +2,42 @@
 
 A run killed with -9 cannot clean up, so every scratch name carries its maker's pid
 (`.NAME.new-<pid>-*` beside a series, `carry-index-<pid>-*` in .git/carry) and the next run
-removes those whose maker is dead. A live maker's scratch is never touched.
+removes those whose maker is dead. A live maker's scratch is never touched. The processes a
+run starts are tied to it (`tie_to_parent`), so that none outlives a kill and goes on writing.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import signal
 from pathlib import Path
+from typing import Any
+
+
+@functools.cache
+def _prctl() -> Any:
+    import ctypes
+
+    return getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)  # None: not Linux
+
+
+def tie_to_parent(parent: int) -> None:
+    """Run in a child (a git that writes a worktree, a replay worker that shares the series
+    lock): the kernel kills it when `parent` dies. Call `_prctl()` in the parent first, so
+    the child makes one call and loads nothing between fork and exec."""
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before the call above
+        os._exit(1)
+
+
+def tied_child() -> Any:
+    """A `preexec_fn` that ties the child to this process."""
+    _prctl()
+    return functools.partial(tie_to_parent, os.getpid())
 
 
 def prefix(stem: str) -> str:

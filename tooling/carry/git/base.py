@@ -12,10 +12,11 @@ import os
 import re
 import subprocess
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from carry import scratch
 from carry.errors import CarryError
 
 NULL_SHA = "0" * 40
@@ -106,8 +107,9 @@ class Base:
         cwd: Path | None = None,
         tied: bool = False,
     ) -> subprocess.CompletedProcess[bytes]:
-        """`tied`: the git child is killed with carry (see `_tie`), for commands that write
-        a working tree."""
+        """`tied`: the git child dies with carry (`scratch.tie_to_parent`), for commands that
+        write a working tree: left running after a `kill -9`, it would go on writing after
+        `carry rebase --abort` removed the worktree."""
         full_env = None
         if env:
             full_env = dict(os.environ)
@@ -121,7 +123,7 @@ class Base:
             stdin=None if input is not None else subprocess.DEVNULL,
             capture_output=True,
             env=full_env,
-            preexec_fn=_tie(os.getpid()) if tied else None,  # noqa: PLW1509
+            preexec_fn=scratch.tied_child() if tied else None,  # noqa: PLW1509
         )
         if check and proc.returncode not in ok_codes:
             raise GitError(complaint(args, proc.stderr or proc.stdout))
@@ -162,8 +164,6 @@ class Base:
         """`.git/carry`, carry's own folder; the first call also removes the private index
         files that a killed run left there."""
         if self._carry is None:
-            from carry import scratch
-
             d = self.common_dir / "carry"
             d.mkdir(parents=True, exist_ok=True)
             scratch.sweep(d, INDEX_PREFIX)
@@ -226,25 +226,3 @@ def complaint(args: Sequence[str], stderr: bytes) -> str:
     )
     cmd = next((a for a in args if not a.startswith("-") and "=" not in a), "git")
     return f"git {cmd} failed: {useful or 'no output'}"
-
-
-def _tie(parent: int) -> Callable[[], None]:
-    """What a git child runs before exec so that a `kill -9` of carry kills it too: a
-    `git worktree add` or `cherry-pick` left running would go on writing files after
-    `carry rebase --abort` removed its worktree. Resolved here, in the parent, so the child
-    only makes one call (a PDEATHSIG fires when the forking thread ends; `_run` waits on the
-    child in that thread, so it outlives the child)."""
-    import ctypes
-    import signal
-
-    prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
-    pr_set_pdeathsig = 1
-
-    def tie() -> None:
-        if prctl is not None:
-            prctl(pr_set_pdeathsig, signal.SIGKILL)
-        if os.getppid() != parent:  # carry died before the call above
-            os._exit(1)
-
-    return tie
-

@@ -37,7 +37,7 @@ _STEP_ENV = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory",
 _NAME = "carry-validate-"  # a container's name: carry-validate-HOST-PID-RANDOM
 
 
-def _host() -> str:
+def host_tag() -> str:
     """This host, as a container name may spell it."""
     return re.sub(r"[^a-zA-Z0-9_.]+", "_", os.uname().nodename)[:40] or "host"
 
@@ -276,7 +276,7 @@ class ContainerEngine:
         if not self._image_path:
             self.check()
         self._sweep()
-        name = f"{_NAME}{_host()}-{os.getpid()}-{os.urandom(4).hex()}"
+        name = f"{_NAME}{host_tag()}-{os.getpid()}-{os.urandom(4).hex()}"
         cmd = ["run", "-d", "--rm", "--name", name, "--pull=never", "--entrypoint", "sleep"]
         env = dict(_STEP_ENV)
         env["PATH"] = _path_with(self.python, self._image_path)
@@ -307,7 +307,7 @@ class ContainerEngine:
         from carry import scratch
 
         proc = self._cmd("ps", "-a", "--filter", f"name={_NAME}", "--format", "{{.Names}}")
-        stem = f"{_NAME}{_host()}-"
+        stem = f"{_NAME}{host_tag()}-"
         for name in proc.stdout.decode("utf-8", "replace").split():
             if scratch.maker_dead(name, stem):
                 self._remove(name)

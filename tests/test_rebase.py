@@ -372,3 +372,41 @@ def test_a_damaged_changes_cache_costs_a_diff_not_a_wrong_commit(
         again = replay(s, Repo.open(upstream.path), "main")
         assert again.status == "applied"
         assert git(upstream.path, "log", "--format=%T", f"main..{again.head}") == want
+
+
+def test_a_kill_between_the_finishing_states_removals_is_undone_whole(
+        upstream: CommitBuilder, make_series: MakeSeries,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The branches of two targets move in one transaction, then each target's finishing
+    state is removed: a kill between the two removals leaves one state, and `--abort` must
+    put back both branches, not only the one whose state is left."""
+    _feature(upstream)
+    _drift(upstream)
+    upstream.branch("rel", "main~1")
+    s = make_series(upstream, "feature")
+    before = _refs(upstream.path)
+    real_unlink = Path.unlink
+
+    class Killed(BaseException):
+        pass
+
+    def unlink(self: Path, missing_ok: bool = False) -> None:
+        real_unlink(self, missing_ok=missing_ok)
+        if self.suffix == ".json" and "rebase" in self.parts:
+            raise Killed  # the first state is gone, the process is not
+
+    monkeypatch.setattr(Path, "unlink", unlink)
+    with pytest.raises(Killed):
+        rebase.run(s, Repo.open(upstream.path), rebase.Options(onto=["main", "rel"]))
+    monkeypatch.undo()
+    repo = Repo.open(upstream.path)
+    assert len(rebase.in_progress(repo, "demo")) == 1  # one finishing state is left
+    moved = {r for r, sha in _refs(upstream.path).items() if before.get(r) != sha
+             and not r.startswith("refs/carry/cache/")}
+    assert moved == {"refs/heads/carry/demo/main", "refs/heads/carry/demo/rel"}
+    aborted = rebase.abort(s, repo)
+    assert len(aborted) == 1 and aborted[0].restored
+    after = _refs(upstream.path)
+    assert {r: v for r, v in after.items() if not r.startswith("refs/carry/cache/")} == {
+        r: v for r, v in before.items() if not r.startswith("refs/carry/cache/")}
+    assert rebase.in_progress(repo, "demo") == []

@@ -212,6 +212,8 @@ def _damage(state: dict[str, Any]) -> dict[str, Any]:
             {**p, "status": "half"} for p in state["patches"]]},
         "patch entry not an object": {**state, "patches": ["0001"]},
         "field of the wrong type": {**state, "refresh": "yes", "head": head},
+        "group entry not a branch": {**state, "group": [
+            {"branch": "refs/tags/v1", "old": None, "head": head}]},
         "not JSON": {"raw": '{"version": 2, "phase": "confl'},
     }
 
@@ -219,7 +221,8 @@ def _damage(state: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("kind", ["unknown phase", "head not a commit name",
                                   "position past the end", "branch a tag",
                                   "patch with an unknown status", "patch entry not an object",
-                                  "field of the wrong type", "not JSON"])
+                                  "field of the wrong type", "group entry not a branch",
+                                  "not JSON"])
 def test_a_damaged_state_is_refused_by_continue_and_abort(stopped: dict[str, Any],
                                                           kind: str) -> None:
     """A state that does not validate field by field is never acted on: --continue and

@@ -143,14 +143,19 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
     """Every applied target's branch in one transaction, bracketed by `finishing` states: a
     kill before the transaction leaves nothing moved, after it leaves states that `--abort`
     uses to put every branch back, and with `--refresh` the new version is written before
-    the states go."""
+    the states go. Each state names every branch of the transaction (`group`): the states
+    are removed one by one, and an `--abort` after a kill between two removals must still
+    put back the branches whose state is already gone."""
     paths = []
+    group = [{"branch": branches[t.slug][0], "old": branches[t.slug][1], "head": r.head}
+             for t, r in done]
     for t, r in done:
         ref, old = branches[t.slug]
         path = st.state_path(repo, series.name, t.slug)
-        st.write(path, st.new(series.name, series.root, r, t, ref, old,
-                              series.manifest.version if refresh else 0, "finishing",
-                              r.head, len(r.patches)))
+        state = st.new(series.name, series.root, r, t, ref, old,
+                       series.manifest.version if refresh else 0, "finishing", r.head,
+                       len(r.patches))
+        st.write(path, {**state, "group": group})
         paths.append(path)
     moved = [(t, r) for t, r in done if r.head != branches[t.slug][1]]
     updates = [RefUpdate(branches[t.slug][0], r.head, branches[t.slug][1]) for t, r in moved]
@@ -230,26 +235,38 @@ def abort(series: Series, repo: Repo, which: Sequence[str] = ()) -> list[Aborted
     series version) that the finish already wrote return to their old values. Safe to repeat
     after any kill."""
     out = []
-    for state in _pick(repo, series, which):
+    states = _pick(repo, series, which)
+    put_back = _put_back(series, repo, [s for s in states if s["phase"] == "finishing"])
+    for state in states:
         t = state["target"]
         wt = Path(state["worktree"]) if state["worktree"] else None
         if wt is not None:
             _remove_worktree(repo, wt)
-        restored = back = False
-        if state["phase"] == "finishing":
-            ref, old = state["branch"], state["branch_old"]
-            now = repo.try_rev_parse(ref) if repo.ref_exists(ref) else None
-            if now == state["head"] and now != old:
-                repo.set_ref(ref, old, now, message=f"carry rebase --abort {series.name}")
-                restored = True
-            if state["refresh"] and series.manifest.version > state["refresh"]:
-                from carry import versions
+        restored, back = state["branch"] in put_back, False
+        if state["phase"] == "finishing" and state["refresh"] and \
+                series.manifest.version > state["refresh"]:
+            from carry import versions
 
-                back = versions.restore(series, state["refresh"])
+            back = versions.restore(series, state["refresh"])
         st.state_path(repo, series.name, targetmod.slug(t["name"])).unlink(missing_ok=True)
         out.append(Aborted(series.name, t["name"], state["branch"], restored,
                            str(wt) if wt else "", back))
     return out
+
+
+def _put_back(series: Series, repo: Repo, finishing: list[dict[str, Any]]) -> set[str]:
+    """Every branch the finishing transaction moved, still where it put it, back to its old
+    value in one transaction (with those whose state a kill already removed); which ones."""
+    updates: dict[str, RefUpdate] = {}
+    for state in finishing:
+        for g in state.get("group") or [{"branch": state["branch"], "old": state["branch_old"],
+                                         "head": state["head"]}]:
+            now = repo.try_rev_parse(g["branch"]) if repo.ref_exists(g["branch"]) else None
+            if now == g["head"] and now != g["old"]:
+                updates[g["branch"]] = RefUpdate(g["branch"], g["old"], now)
+    if updates:
+        repo.set_refs(list(updates.values()), f"carry rebase --abort {series.name}")
+    return set(updates)
 
 
 def resume(series: Series, repo: Repo, action: str,

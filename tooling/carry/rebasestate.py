@@ -120,4 +120,18 @@ def _invalid(s: dict[str, Any]) -> str:
         return "a finishing state with patches not yet replayed"
     if not all(isinstance(p, str) for p in s["paths"]):
         return "field 'paths' is not a list of paths"
+    return _invalid_group(s.get("group", []))
+
+
+def _invalid_group(group: Any) -> str:
+    """The branches of one finishing transaction, each with its old and new commit."""
+    if not isinstance(group, list):
+        return "field 'group' is not a list"
+    for g in group:
+        if not isinstance(g, dict) or set(g) != {"branch", "old", "head"} or not (
+                isinstance(g["branch"], str) and g["branch"].startswith("refs/heads/")
+                and not g["branch"].startswith("refs/heads/-")
+                and isinstance(g["head"], str) and _SHA.match(g["head"])
+                and (g["old"] is None or isinstance(g["old"], str) and _SHA.match(g["old"]))):
+            return "a 'group' entry is not a branch with its old and new commit"
     return ""

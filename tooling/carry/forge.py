@@ -28,7 +28,7 @@ from carry.errors import CarryError
 DEFAULT_API = "https://api.github.com"
 DEFAULT_MAX_WAIT = 60.0
 API_VERSION = "2026-03-10"  # the shapes carry reads; GitHub answers in them when asked
-TOKEN_VARS = ("GH_TOKEN", "GITHUB_TOKEN")  # gh's order
+TOKEN_VARS = redact.TOKEN_VARS  # gh's order; named once, in redact
 T = TypeVar("T")
 
 
@@ -72,9 +72,13 @@ class IssueInfo:
 def api_url(explicit: str | None = None) -> str:
     """--api-url, then $GITHUB_API_URL (set by GitHub Actions and GHES), then github.com."""
     url = (explicit or os.environ.get("GITHUB_API_URL") or DEFAULT_API).rstrip("/")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise CarryError(f"the GitHub API URL {url!r} is not an http(s) URL",
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # `http://[::1/api`: urllib refuses a bracket left open
+        ok = False
+    if not ok:
+        raise CarryError(f"the GitHub API URL {redact.url(url)!r} is not an http(s) URL",
                          hint="pass --api-url https://HOST/api/v3, or fix $GITHUB_API_URL")
     return url
 
@@ -387,5 +391,5 @@ def _clock(epoch: str) -> str:
 
     try:
         return dt.datetime.fromtimestamp(int(epoch), dt.UTC).strftime("%H:%M UTC")
-    except ValueError:
+    except (ValueError, OverflowError, OSError):  # a server's header: any number at all
         return epoch

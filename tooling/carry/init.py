@@ -11,13 +11,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from carry import locks
+from carry import locks, redact
 from carry import series as seriesmod
 from carry.errors import CarryError
 from carry.git import Repo
 from carry.series import Base, Manifest, Repository, Target
 
-SLUG = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+SLUG = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
 
 
@@ -69,11 +69,14 @@ def _dev_branch(repo: Repo | None, remote: str, given: str) -> str:
 def build(name: str, upstream: str, fork: str, repo: Repo | None, dev_branch: str = "",
           base_ref: str = "", title: str = "", releases: int = 1) -> tuple[Manifest, list[str]]:
     for flag, slug in (("--upstream", upstream), ("--fork", fork)):
-        if not SLUG.match(slug):
+        if not SLUG.fullmatch(slug):  # `$` would let "a/b\n" through
             raise CarryError(f"{flag} must be OWNER/REPO, got {slug!r}")
     notes: list[str] = []
+    # The manifest is committed and pushed (ci/keep-series.sh): a remote's URL is stored
+    # without the token a CI clone keeps in it.
     up_remote, up_url = _remote_for(repo, upstream)
     fork_remote, fork_url = _remote_for(repo, fork)
+    up_url, fork_url = redact.strip_url(up_url), redact.strip_url(fork_url)
     if repo is not None and not up_remote:
         notes.append(f"no remote of {repo.path} points at {upstream}; assumed remote 'upstream'")
     if repo is not None and not fork_remote:

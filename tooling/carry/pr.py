@@ -3,7 +3,6 @@ whose description is generated from the series and the last validation report.""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 
 from carry import forge as forgemod
 from carry import patches as patchmod
-from carry import prbody
+from carry import prbody, untrusted
 from carry.errors import CarryError
 from carry.git import Repo
 from carry.series import Series
@@ -38,8 +37,8 @@ class PrResult:
 def load_reports(path: str) -> list[dict[str, Any]]:
     """The reports in a `carry validate --json` file: one, or a list over several targets."""
     try:
-        data = json.loads(Path(path).read_text("utf-8"))
-    except (OSError, ValueError) as exc:
+        data = untrusted.read_json(Path(path))  # a FIFO, a link or a 3,000-deep list: refused
+    except ValueError as exc:
         raise CarryError(f"cannot read validation report {path}: {exc}") from None
     items = data if isinstance(data, list) else [data]
     if not items or not all(isinstance(d, dict) and "steps" in d for d in items):

@@ -9,15 +9,15 @@ accepts where `A..A B..C` fails with "need two commit ranges".
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 
 from carry import versions
 from carry.errors import CarryError
 from carry.git import Repo
 from carry.replay.chain import chain, resolve_base
 from carry.replay.targets import ontos, target_refs
-from carry.series import MANIFEST, PATCH_NAME, Series, parse_manifest
+from carry.series import MANIFEST, PATCH_NAME, Series, loads_manifest, parse_manifest
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,11 @@ def run(series: Series, repo: Repo, old: str, new: str | None = None,
 
 def version_side(series: Series, repo: Repo, version: str) -> Side:
     snap = versions.read(series, version)
-    manifest = parse_manifest(series.root / MANIFEST, tomllib.loads(snap.manifest))
     label = version if version == "current" else f"v{version.lstrip('v')}"
+    # A kept version's or a tag's manifest goes through the same reader as the current one.
+    where = series.root / MANIFEST if version == "current" else Path(
+        f"{series.name} {label}") / MANIFEST
+    manifest = parse_manifest(where, loads_manifest(where, snap.manifest))
     if not snap.patches:
         rev = manifest.base.commit or manifest.base.ref
         empty = repo.try_rev_parse(rev) if rev else None

@@ -12,7 +12,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
-from carry import atomic
+from carry import atomic, untrusted
 from carry.errors import CarryError
 from carry.git import Repo
 from carry.replay.engine import PatchResult, TargetResult
@@ -21,7 +21,7 @@ from carry.replay.targets import ResolvedTarget
 VERSION = 2
 PHASES = ("conflict", "replaying", "finishing")
 STATUSES = ("applied", "dropped", "conflict", "skipped", "pending", "would-conflict")
-_SHA = re.compile(r"^[0-9a-f]{40}$")
+_SHA = re.compile(r"[0-9a-f]{40}\Z")  # match() anchors the start; \Z, not $, the end
 
 
 def state_dir(repo: Repo, series: str) -> Path:
@@ -58,8 +58,8 @@ def write(path: Path, state: dict[str, Any]) -> None:
 
 def read(path: Path) -> dict[str, Any]:
     try:
-        state = atomic.read_json(path)
-    except (OSError, ValueError) as exc:
+        state = untrusted.read_json(path)
+    except ValueError as exc:
         raise CarryError(f"cannot read rebase state {path}: {exc}") from None
     if not isinstance(state, dict) or state.get("version") != VERSION:
         found = state.get("version") if isinstance(state, dict) else None
@@ -108,6 +108,10 @@ def _invalid(s: dict[str, Any]) -> str:
     for p in s["patches"]:
         if not isinstance(p, dict) or set(p) != names:
             return "a patch entry does not have the fields of a patch"
+        try:
+            untrusted.build(PatchResult, p, "a patch entry")
+        except untrusted.BadData as exc:
+            return str(exc)
         if p["status"] not in STATUSES or not isinstance(p["number"], int):
             return f"a patch entry has status {p.get('status')!r}"
     if not 0 <= s["position"] <= len(s["patches"]):

@@ -177,6 +177,8 @@ MANIFESTS: dict[str, Mutate] = {
     "policy-required-int": _edit_manifest('required = [', 'required = [5, '),
     "changelog-no-version": _append_manifest('\n[[changelog]]\ndate = "x"\n'),
     "test-suites-str": _edit_manifest("[test]\n", '[test]\nsuites = "tests"\n'),
+    "fork-repo-dotdot": _append_manifest('\n[fork]\nrepo = "../../x"\n'),
+    "upstream-repo-newline": _append_manifest('\n[upstream]\nrepo = "a/b\\n"\n'),
     "manifest-dir": _replace_with_dir("series.toml"),
     "manifest-link": _symlink("series.toml", "/etc/hostname"),
     "manifest-dangling": _symlink("series.toml", "/nonexistent/series.toml"),
@@ -333,6 +335,10 @@ def _f13_cases() -> list[Case]:
         Case("f13 kept manifest link out", RANGE, _link_out(".versions/v1/series.toml")),
         Case("f13 kept patches link out", RANGE, _link_out(".versions/v1/patches")),
     ]
+    for cmd in (SUPERSEDE, PR + ["--dry-run"]):
+        for bad in ("../../x", "lab/fork\n", "lab/.."):
+            args = [a if a != "lab/fork" else bad for a in cmd]
+            cases.append(Case(f"f13 forge-repo {bad!r} {cmd[0]}", args, needle="OWNER/REPO"))
     for flag in ("--upstream", "--fork"):
         args = ["init", "fresh", "--upstream", "o/u", "--fork", "o/f"]
         args[args.index(flag) + 1] = "a/b\n"  # `^...$` took it: `$` matches before a newline

@@ -200,6 +200,9 @@ class Forge:
     def _repo(self, full_name: str) -> Any:
         """The repository, read once per run: a missing one fails on the first call."""
         if full_name not in self._repos:
+            from carry.manifest import check_repo
+
+            check_repo(full_name)  # `../../x` would reach another endpoint of the API
             self._repos[full_name] = self._call(f"repository {full_name}",
                                                 lambda: self._gh.get_repo(full_name))
         return self._repos[full_name]

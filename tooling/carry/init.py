@@ -17,9 +17,6 @@ from carry.errors import CarryError
 from carry.git import Repo
 from carry.series import Base, Manifest, Repository, Target
 
-SLUG = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
-
-
 
 @dataclass
 class InitResult:
@@ -69,8 +66,7 @@ def _dev_branch(repo: Repo | None, remote: str, given: str) -> str:
 def build(name: str, upstream: str, fork: str, repo: Repo | None, dev_branch: str = "",
           base_ref: str = "", title: str = "", releases: int = 1) -> tuple[Manifest, list[str]]:
     for flag, slug in (("--upstream", upstream), ("--fork", fork)):
-        if not SLUG.fullmatch(slug):  # `$` would let "a/b\n" through
-            raise CarryError(f"{flag} must be OWNER/REPO, got {slug!r}")
+        seriesmod.check_repo(slug, flag)
     notes: list[str] = []
     # The manifest is committed and pushed (ci/keep-series.sh): a remote's URL is stored
     # without the token a CI clone keeps in it.

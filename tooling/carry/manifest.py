@@ -168,6 +168,19 @@ def check_name(name: str) -> str:
     return name
 
 
+REPO_RULE = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
+
+
+def check_repo(value: str, what: str = "the repository") -> str:
+    """One rule for a GitHub repository name, OWNER/REPO, matched whole: `a/b\n` (which a `$`
+    anchor lets through) or `../../x` (which the API's URL would resolve to another
+    endpoint) never names one."""
+    if not REPO_RULE.fullmatch(value) or any(p in (".", "..") for p in value.split("/")):
+        shown = value if len(value) <= 60 else value[:60] + "..."
+        raise CarryError(f"{what} must be OWNER/REPO, got {shown!r}")
+    return value
+
+
 # -- loading -----------------------------------------------------------------------------------
 
 
@@ -319,8 +332,14 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
 
 
 def _repository(r: _Reader) -> Repository:
-    return Repository(repo=r.text("repo"), url=r.text("url"), remote=r.text("remote"),
+    repo = Repository(repo=r.text("repo"), url=r.text("url"), remote=r.text("remote"),
                       branch=r.text("branch"), package=r.text("package"))
+    if repo.repo:
+        try:
+            check_repo(repo.repo)
+        except CarryError:
+            raise r.fail("repo", "OWNER/REPO", repo.repo) from None
+    return repo
 
 
 # -- saving ------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from carry.manifest import (
     Target,
     TestPlan,
     check_name,
+    check_repo,
     dump_manifest,
     parse_manifest,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "Target",
     "TestPlan",
     "check_name",
+    "check_repo",
     "dump_manifest",
     "parse_manifest",
 ]

@@ -22,7 +22,8 @@ from carry.errors import CarryError
 from carry.job import artifact_name
 from carry.series import Target
 from carry.validate import cache
-from tests.conftest import TOBY, CommitBuilder, git, run_carry
+from tests import github_server
+from tests.conftest import FORGE_TOKEN, FORK, TOBY, CommitBuilder, git, run_carry
 from tests.validate import synthetic
 
 # Built from two halves in the target's test, so only what it prints carries the whole token.
@@ -350,3 +351,19 @@ def test_an_author_date_beyond_the_calendar_is_shown_as_it_is(upstream: CommitBu
     r = run_carry("check", "demo", env=env)
     assert "internal error" not in r.err and r.code in (0, 1), r.err
     assert "date 99999999999999999999 +0000" in r.out
+
+
+@pytest.mark.parametrize("reset", ["9" * 30, "-" + "9" * 30, "1e400", "nan"])
+def test_a_rate_limit_reset_beyond_the_calendar_is_one_line(
+        reset: str, gh: github_server.RunningServer, fork: CommitBuilder,
+        series_root: Path) -> None:
+    """X-RateLimit-Reset is the server's: carry shows it as it came when it is no time."""
+    env = {"GITHUB_TOKEN": FORGE_TOKEN, "GITHUB_API_URL": gh.url,
+           "CARRY_SERIES_DIR": str(series_root)}
+    assert run_carry("import", "demo", "--repo", str(fork.path), "--range", "main..feature",
+                     env=env).code == 0
+    gh.state.rate_limited, gh.state.rate_reset = True, reset
+    r = run_carry("supersede", "demo", "--by", "9", "--forge-repo", FORK, "--apply",
+                  "--max-wait", "0", env=env)
+    assert r.code == 2, r.err
+    _one_line(r.err)  # PyGithub itself refuses 1e400 and nan; carry the two numbers

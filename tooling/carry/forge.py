@@ -13,6 +13,7 @@ line. Anything else (401, 404, 422, 500, a primary limit that resets too late) f
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -139,10 +140,11 @@ def retry_of(exc: Exception, attempt: int, now: float) -> Retry | None:
         if after is not None:
             return Retry(kind, after)
         if exhausted and reset is not None:
-            return Retry(kind, max(0.0, reset - now))
+            return Retry(kind, max(backoff, reset - now))
         return Retry(kind, 60.0 if secondary else backoff)
     if exc.status == 403 and exhausted and reset is not None:
-        return Retry("primary rate limit", max(0.0, reset - now))
+        # a reset already past (a server's clock, or its header) still waits: never a loop
+        return Retry("primary rate limit", max(backoff, reset - now))
     return None
 
 
@@ -155,9 +157,10 @@ def _is_secondary(message: str) -> bool:
 
 def _seconds(value: str | None) -> float | None:
     try:
-        return None if value is None else max(0.0, float(value))
+        seconds = None if value is None else float(value)
     except ValueError:
         return None
+    return max(0.0, seconds) if seconds is not None and math.isfinite(seconds) else None
 
 
 @dataclass(frozen=True)
@@ -238,9 +241,10 @@ class Forge:
                              f"{message}{': ' + detail if detail else ''}") from None
         except OSError as exc:
             raise ForgeError(f"cannot reach {self.url}: {exc.strerror or exc}") from None
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            # A 200 that is not GitHub's JSON (a proxy's page, another shape): PyGithub fails
-            # as it reads the object, whichever attribute that is.
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
+            # A 200 that is not GitHub's JSON (a proxy's page, another shape), or a header no
+            # number fits (X-RateLimit-Reset: 1e400): PyGithub fails as it reads the object,
+            # whichever attribute that is.
             raise ForgeError(f"{self.url} gave an answer for {what} that is not GitHub's: "
                              f"{type(exc).__name__}",
                              hint="check --api-url / $GITHUB_API_URL") from None

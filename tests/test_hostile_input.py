@@ -8,6 +8,7 @@ one input at a time; these are the cases that need more than one command to show
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -259,6 +260,30 @@ def test_the_one_reader_refuses_fifos_links_and_oversized_files(tmp_path: Path) 
 # -- 5. cells whose ref is not a file name -------------------------------------------------
 
 
+class _Reader:
+    """A thread that reads a FIFO once a writer opens it: a carry that blocks on opening the
+    FIFO for writing gets its reader (and goes on) instead of hanging the test."""
+
+    def __init__(self, path: Path) -> None:
+        import threading
+
+        self.path, self.data = path, b""
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        with open(self.path, "rb") as fh:  # blocks until a writer opens the FIFO
+            self.data = fh.read()
+
+    def finish(self) -> bytes:
+        # a writer: a reader still waiting in open() returns and reads an end (ENXIO: the
+        # reader is done already)
+        with contextlib.suppress(OSError):
+            os.close(os.open(self.path, os.O_WRONLY | os.O_NONBLOCK))
+        self.thread.join()
+        return self.data
+
+
 @pytest.mark.parametrize("ref", ["upstream/main", "rel/1.2.0"])
 def test_a_cell_on_a_ref_with_a_slash_is_recorded_and_read_back(
         ref: str, tmp_path: Path, series_root: Path) -> None:
@@ -273,7 +298,10 @@ def test_a_cell_on_a_ref_with_a_slash_is_recorded_and_read_back(
     s = seriesmod.find(series_root, "good")
     s.manifest.targets = [target]
     seriesmod.save_manifest(s)
-    env = {"CARRY_SERIES_DIR": str(series_root)}
+    step_summary = tmp_path / "step-summary"
+    os.mkfifo(step_summary)  # $GITHUB_STEP_SUMMARY as a FIFO: never waited on
+    reader = _Reader(step_summary)
+    env = {"CARRY_SERIES_DIR": str(series_root), "GITHUB_STEP_SUMMARY": str(step_summary)}
     out, cell_ledger, ledger = tmp_path / "out", tmp_path / "cell.json", tmp_path / "ledger.json"
 
     def matrix() -> list[dict[str, str]]:
@@ -288,6 +316,7 @@ def test_a_cell_on_a_ref_with_a_slash_is_recorded_and_read_back(
                   "--engine", "local", "--ledger", str(cell_ledger), "--out", str(out),
                   "--json", env=env)
     assert r.code == 0, r.out + r.err
+    assert reader.finish() == b"" and "GITHUB_STEP_SUMMARY not written" in r.err
     (row,) = json.loads(r.out)["rows"]
     assert row["validate"] == "passed"
     artifact = out / artifact_name("good", ref)

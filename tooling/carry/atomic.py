@@ -48,8 +48,15 @@ def write_text(path: Path, text: str) -> None:
 
 
 def append_text(path: Path, text: str) -> None:
-    """Append to a file carry does not own (`$GITHUB_STEP_SUMMARY`), scrubbed."""
-    with open(path, "ab") as fh:
+    """Append to a file carry does not own (`$GITHUB_STEP_SUMMARY`), scrubbed. A regular file
+    only, opened without blocking: a FIFO with no reader would hold carry forever."""
+    import stat
+
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC,
+                 0o644)
+    with os.fdopen(fd, "ab") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CarryError(f"{path}: not a regular file; carry appends only to one")
         fh.write(redact.scrub_bytes(text.encode("utf-8")))
 
 

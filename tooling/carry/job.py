@@ -155,7 +155,10 @@ def finish(root: Path, repo: Repo, result: JobResult, loop: LoopOptions | None) 
     atomic.write_text(out / "summary.md", md)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
-        atomic.append_text(Path(step_summary), md)
+        try:
+            atomic.append_text(Path(step_summary), md)
+        except (CarryError, OSError) as exc:  # the job's outcome stands; only the page is lost
+            render.warn(f"$GITHUB_STEP_SUMMARY not written: {exc}")
     return result
 
 

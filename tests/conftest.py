@@ -179,8 +179,8 @@ def make_series(series_root: Path) -> Callable[..., Any]:
 
     def make(repo: CommitBuilder, branch: str, base: str = "base", name: str = "demo",
              **fields: Any) -> Any:
-        from carry import importer
-        from carry import series as seriesmod
+        from carry.intake import importer
+        from carry.series import store as seriesmod
 
         importer.run(series_root, name, str(repo.path), branch=branch, base_ref=base,
                      title="Demo series")

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from carry import render
+from carry.cli import render
 from carry.validate.results import (
     Baseline,
     Failure,

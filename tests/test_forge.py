@@ -163,7 +163,7 @@ def test_pr_body_quotes_the_last_validation_of_the_same_tree(tmp_path: Path,
 
 def test_forge_issue_methods_list_only_open_issues_with_the_marker(
         gh: github_server.RunningServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from carry import forge
+    from carry.publish import github as forge
 
     mark = "<!-- carry:tracking "
     gh.state.add_pull(FORK, title="pr", body=f"{mark}series=x -->", head="h", head_sha="1" * 40,

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from carry import patches as patchmod
 from carry.git import FORMAT_PATCH_ARGS, Entry, GitError, Ident, Repo
 from carry.replay import hunks
 from carry.replay.preimage import preimage
+from carry.series import patches as patchmod
 
 EXAMPLES = int(os.environ.get("CARRY_PROPERTY_EXAMPLES", "30")) * 4
 WHO = Ident("A U Thor", "author@example.com", "1790000000 +0000")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from carry import importer
-from carry import series as seriesmod
-from carry.errors import CarryError
+from carry.base.errors import CarryError
+from carry.intake import importer
+from carry.series import store as seriesmod
 from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry
 
 

@@ -8,8 +8,8 @@ import os
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from carry import mailsplit
 from carry.git import mailinfo
+from carry.series import mailsplit
 from tests.conftest import CommitBuilder, git
 
 EXAMPLES = int(os.environ.get("CARRY_PROPERTY_EXAMPLES", "30")) * 4

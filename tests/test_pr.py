@@ -7,9 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from carry import importer
-from carry import series as seriesmod
 from carry.git import Repo
+from carry.intake import importer
+from carry.series import store as seriesmod
 from carry.validate.run import last_report_path
 from tests import github_server
 from tests.conftest import FORK, CommitBuilder, git, run_carry

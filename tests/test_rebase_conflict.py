@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from carry import series as seriesmod
+from carry.series import store as seriesmod
 from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, kill_after, run_carry, util
 
 MakeSeries = Callable[..., Any]

@@ -12,10 +12,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from carry import importer
-from carry import series as seriesmod
 from carry.git import Repo
+from carry.intake import importer
 from carry.replay.engine import PatchResult, replay, run_steps
+from carry.series import store as seriesmod
 
 FILES = 3
 LINES = 10

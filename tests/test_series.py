@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from carry import atomic
-from carry import series as seriesmod
-from carry.errors import CarryError
-from carry.series import ManifestError
+from carry.base import atomic
+from carry.base.errors import CarryError
+from carry.series import store as seriesmod
+from carry.series.store import ManifestError
 from tests.conftest import run_carry
 
 REPO = Path(__file__).resolve().parent.parent

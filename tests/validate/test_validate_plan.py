@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from carry.errors import CarryError
-from carry.series import Hook
-from carry.series import TestPlan as Plan
+from carry.base.errors import CarryError
+from carry.series.store import Hook
+from carry.series.store import TestPlan as Plan
 from carry.validate import plan
 from carry.validate.results import SuiteCounts, node_id, summary_line
 from carry.validate.results import TestRun as Run

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from carry.git import Repo
-from carry.series import Series
+from carry.series.store import Series
 
 
 @dataclass
@@ -65,7 +65,8 @@ class Status:
 
 
 def _stopped(repo: Repo, series: Series) -> list[Stopped]:
-    from carry import rebase, resume
+    from carry.rebase import command as rebase
+    from carry.rebase import resume
 
     out = []
     several = len(resume.stopped(repo)) > 1

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
-from carry.errors import CarryError
+from carry.base.errors import CarryError
 from carry.git.base import (
     INDEX_PREFIX,
     NULL_SHA,

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from carry import scratch
-from carry.errors import CarryError
+from carry.base import scratch
+from carry.base.errors import CarryError
 
 NULL_SHA = "0" * 40
 INDEX_PREFIX = "carry-index-"  # private index files, named with their maker's pid

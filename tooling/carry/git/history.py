@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from carry.errors import CarryError
+from carry.base.errors import CarryError
 from carry.git.base import STABLE_CONFIG, GitError, LogEntry, MergeResult, RawCommit, complaint
 from carry.git.objects import Entry
 from carry.git.trees import Trees

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from pathlib import Path
 
-from carry.errors import CarryError
+from carry.base.errors import CarryError
 from carry.git.base import Base, GitError, Ident, RawCommit
 
 Entry = tuple[bytes, str]  # (mode, sha) of one tree entry

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from carry.errors import CarryError
+from carry.base.errors import CarryError
 from carry.git.base import NULL_SHA, Base
 
 ANY = "any"  # `old` for a ref update that checks nothing (carry's own cache refs)

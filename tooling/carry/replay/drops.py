@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from carry import trailers as trailermod
-from carry.atomic import write_json
+from carry.base.atomic import write_json
 from carry.git import RawCommit, Repo
 from carry.replay.chain import Carried
-from carry.series import Provenance
+from carry.series import trailers as trailermod
+from carry.series.store import Provenance
 
 # Provenance roles whose `patches` say "this PR holds the same change as these patches".
 EQUIVALENT_ROLES = ("upstream-equivalent", "consolidated")

@@ -19,7 +19,7 @@ from carry.replay.drops import Drop, find_drops
 from carry.replay.runs import PatchResult as PatchResult
 from carry.replay.runs import run_steps as run_steps
 from carry.replay.targets import ResolvedTarget
-from carry.series import Series
+from carry.series.store import Series
 
 
 @dataclass

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from carry.errors import CarryError
+from carry.base.errors import CarryError
 from carry.git import Ident, Repo
 from carry.replay.engine import PatchResult
 

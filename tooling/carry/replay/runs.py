@@ -9,8 +9,8 @@ import hashlib
 from contextlib import suppress
 from dataclasses import dataclass, field
 
-from carry.atomic import write_bytes
-from carry.errors import CarryError
+from carry.base.atomic import write_bytes
+from carry.base.errors import CarryError
 from carry.git import Entry, Ident, MergeResult, PendingMerge, RawCommit, Repo, parse_changes
 
 Changes = dict[bytes, tuple[Entry | None, Entry | None]]

@@ -8,10 +8,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from carry.errors import CarryError
+from carry.base.errors import CarryError
+from carry.base.redact import scrub
 from carry.git import GitError, Repo
-from carry.redact import scrub
-from carry.series import Series, Target
+from carry.series.store import Series, Target
 
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 _SHA = re.compile(r"\b[0-9a-f]{40}\b")

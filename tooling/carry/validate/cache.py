@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from carry.atomic import write_json
+from carry.base.atomic import write_json
 
 SCHEMA = 1
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from carry.errors import CarryError
+from carry.base.errors import CarryError
 
 ENGINES = ("local", "podman", "docker")
 # An image reference as registries define it: [DOMAIN[:PORT]/]PATH, lower-case path parts.
@@ -304,7 +304,7 @@ class ContainerEngine:
         """Remove the containers of validations on this host whose carry is gone: one killed
         with -9 cannot stop its `sleep infinity` container. The name says which host and
         process made it; another host's (a shared daemon) or a live one's is left alone."""
-        from carry import scratch
+        from carry.base import scratch
 
         proc = self._cmd("ps", "-a", "--filter", f"name={_NAME}", "--format", "{{.Names}}")
         stem = f"{_NAME}{host_tag()}-"

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from carry.errors import CarryError
-from carry.series import Hook, TestPlan
+from carry.base.errors import CarryError
+from carry.series.store import Hook, TestPlan
 
 PRECOMMIT_CONFIG = ".pre-commit-config.yaml"
 DEFAULT_STAGE = "pre-commit"

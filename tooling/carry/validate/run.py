@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from carry import atomic, render, scratch
-from carry.errors import CarryError, ValidationFailed
+from carry.base import atomic, scratch
+from carry.base.errors import CarryError, ValidationFailed
+from carry.cli import render
 from carry.git import Repo
-from carry.replay.baseline import baseline_commit
-from carry.series import Series
+from carry.series.store import Series
 from carry.validate import cache, engines, plan
+from carry.validate.baseline import baseline_commit
 from carry.validate.results import (
     Baseline,
     Report,

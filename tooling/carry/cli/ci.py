@@ -1,0 +1,252 @@
+"""`carry ci` (the CI job, whole or split into matrix cells) and `carry releases`: parse,
+call, print. They register on `cli.app`; `cli.main` imports this module so that they appear in
+`carry --help`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from carry.base.errors import CarryError
+from carry.cli.app import (
+    ApiUrl,
+    Engine,
+    Json,
+    MaxWait,
+    Name,
+    Python,
+    RepoPath,
+    SeriesDir,
+    TokenEnv,
+    _root,
+    app,
+    grouped,
+)
+
+if TYPE_CHECKING:
+    from carry.job.cells import Options as JobOptions
+    from carry.job.loop import Options as LoopOptions
+else:
+    JobOptions = LoopOptions = object  # imported when a command runs (cli.grouped)
+
+ci_app = typer.Typer()
+app.add_typer(ci_app, name="ci")
+Ledger = Annotated[Path, typer.Option(
+    "--ledger", envvar="CARRY_LEDGER", help="The file of what was validated (ci/README.md).")]
+Fetch = Annotated[bool, typer.Option(help="Fetch the manifest's remotes first.")]
+Out = Annotated[Path, typer.Option(help="Where summary.json and summary.md go.")]
+OpenPr = Annotated[bool, typer.Option(
+    "--open-pr", help="On a clean release or dev target: refresh, push, open or update the "
+                      "series' PR.")]
+TrackIssues = Annotated[bool, typer.Option(
+    "--track-issues", help="On a conflict: open or update one issue per (series, target); a "
+                           "later clean run closes it.")]
+LoopDryRun = Annotated[bool, typer.Option(
+    "--dry-run", help="Say what --open-pr/--track-issues would do; write nothing.")]
+LoopRepo = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--forge-repo", help="owner/name for PRs and issues (default: the manifest's fork).")]
+PrBase = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--base", help="The PR's base branch (default: the fork's branch, else main).")]
+Remote = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    help="The git remote for the refreshed branch (default: the fork's remote, else origin).")]
+
+
+def _job_flags(
+    engine: Engine = "podman",
+    python: Python = None,
+    fetch: Fetch = False,
+    out: Out = Path("carry-out"),
+) -> JobOptions:
+    """How a job runs, declared once for `carry ci` and `carry ci run` (see cli.grouped)."""
+    from carry.job import cells as job
+
+    return job.Options(engine, python, fetch, out)
+
+
+def _loop_flags(
+    open_pr: OpenPr = False,
+    track_issues: TrackIssues = False,
+    dry_run: LoopDryRun = False,
+    forge_repo: LoopRepo = None,
+    base: PrBase = None,
+    remote: Remote = None,
+    api_url: ApiUrl = None,
+    token_env: TokenEnv = None,
+    max_wait: MaxWait = 60.0,
+) -> LoopOptions:
+    """The loop's flags, declared once for `carry ci`, `carry ci run` and `carry ci loop`."""
+    from carry.job import loop
+
+    return loop.Options(open_pr, track_issues, dry_run, forge_repo, base, remote, api_url,
+                        token_env, max_wait)
+
+
+@ci_app.callback(invoke_without_command=True)
+@grouped("job", _job_flags)
+@grouped("loop", _loop_flags)
+def ci_job(
+    ctx: typer.Context,
+    *,
+    repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--repo", help="Path of the git repository to work in.")] = None,
+    names: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--series", help="A series to check; repeat. Default: every imported series.")] = None,
+    target: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        help="A manifest target name; repeat. Default: every target.")] = None,
+    onto: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        help="Check against this ref instead of the manifest targets; repeat.")] = None,
+    job: JobOptions,
+    loop: LoopOptions,
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """The CI job: rebase and validate every series.
+
+    Every series onto every target; writes summary.json and summary.md to --out. The
+    subcommands split it for a GitHub Actions matrix.
+
+    Example: carry ci --repo ../vllm --engine local --out carry-out
+    """
+    if ctx.invoked_subcommand:
+        return
+    from carry.cli import views
+    from carry.git import Repo
+    from carry.job import cells as jobmod
+
+    if repo is None:
+        raise CarryError("carry ci needs --repo PATH", hint="carry ci --help")
+    result = jobmod.run(_root(series_dir), names or [], Repo.open(repo), target or [],
+                        onto or [], job, loop)
+    views.show_job(result, json)
+    raise typer.Exit(result.exit_code)
+
+
+@ci_app.command("matrix")
+def ci_matrix(
+    repo: RepoPath,
+    ledger: Ledger = Path("carry-ledger.json"),
+    force: Annotated[bool, typer.Option(help="List cells the ledger holds too.")] = False,
+    series_dir: SeriesDir = None,
+) -> None:
+    """Print the GitHub Actions matrix of pending cells.
+
+    One cell per series and target ref that the ledger does not hold yet.
+
+    Example: carry ci matrix --repo ../vllm --ledger carry-ledger.json
+    """
+    from carry.cli import views
+    from carry.git import Repo
+    from carry.job import cells as job
+
+    views.show_matrix(*job.matrix(_root(series_dir), Repo.open(repo), ledger, force))
+
+
+@ci_app.command("run")
+@grouped("job", _job_flags)
+@grouped("loop", _loop_flags)
+def ci_run(
+    name: Name,
+    target_name: Annotated[str, typer.Argument(metavar="TARGET", help="A manifest target.")],
+    repo: RepoPath,
+    ref: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="The tag or branch the cell checks (a tag target needs it).")] = None,
+    ledger: Ledger = Path("carry-ledger.json"),
+    force: Annotated[bool, typer.Option(help="Run even if the ledger holds it.")] = False,
+    *,
+    job: JobOptions,
+    loop: LoopOptions,
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """Run one matrix cell and record it.
+
+    Rebase onto the ref, validate, append the outcome to the ledger. With --open-pr and
+    --track-issues, also refresh and open the series' PR, or track a conflict in an issue.
+
+    Example: carry ci run mamba-sparse-retention upstream-release --ref v0.34.0 --repo ../vllm
+    --open-pr --track-issues
+    """
+    from carry.cli import views
+    from carry.git import Repo
+    from carry.job import cells as jobmod
+
+    result = jobmod.run_cell(_root(series_dir), name, target_name, ref, Repo.open(repo), job,
+                             ledger, force, loop)
+    views.show_job(result, json)
+    raise typer.Exit(result.exit_code)
+
+
+@ci_app.command("loop")
+@grouped("loop", _loop_flags)
+def ci_loop(
+    summaries: Annotated[list[Path], typer.Argument(help="summary.json files of the cells.")],
+    repo: RepoPath,
+    out: Out = Path("carry-out"),
+    *,
+    loop: LoopOptions,
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """Open PRs and tracking issues for cells that already ran.
+
+    For the workflow's one job with write access; the cells validate read-only.
+
+    Example: carry ci loop cells/*/carry-out/summary.json --repo ../vllm --open-pr --track-issues
+    """
+    from carry.cli import views
+    from carry.git import Repo
+    from carry.job import cells as job
+
+    result = job.loop_from(_root(series_dir), Repo.open(repo), summaries, out, loop)
+    views.show_job(result, json)
+    raise typer.Exit(result.exit_code)
+
+
+@ci_app.command("merge-ledger")
+def ci_merge_ledger(
+    others: Annotated[list[Path], typer.Argument(help="Ledgers written by matrix cells.")],
+    ledger: Ledger = Path("carry-ledger.json"),
+) -> None:
+    """Fold the cells' ledgers into one.
+
+    Example: carry ci merge-ledger --ledger carry-ledger.json cells/*/carry-ledger.json
+    """
+    from carry.cli import render
+    from carry.job import ledger as ledgermod
+
+    render.say(f"{ledgermod.merge(ledger, others)} new record(s) in {ledger}")
+
+
+@app.command()
+def releases(
+    name: Name,
+    repo: RepoPath,
+    index_url: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="PEP 691 index (default: PIP_INDEX_URL, then pip's configuration).")] = None,
+    package: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="The package on the index (default: the manifest's [upstream].package).")] = None,
+    since: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="Only versions after this one (default: after the last validated).")] = None,
+    ledger: Ledger = Path("carry-ledger.json"),
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """Releases and branch heads not validated yet.
+
+    Oldest first: every tag since the last validated, index releases (yanked ones marked,
+    those whose tag is not fetched yet as waiting), and each dev branch head.
+
+    Example: carry releases mamba-sparse-retention --repo ../vllm --json
+    """
+    from carry.cli import views
+    from carry.git import Repo
+    from carry.job import releases as rel
+    from carry.series import store as series
+
+    s = series.find(_root(series_dir), name)
+    views.show_releases(rel.run(s, Repo.open(repo), ledger, index_url, package, since), json)
+
+

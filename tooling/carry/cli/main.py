@@ -1,0 +1,64 @@
+"""The `carry` entry point: every command module registers on `cli.app.app` when imported
+here, and every error becomes one line and an exit code."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import typer
+
+from carry.base.errors import CarryError
+from carry.cli.app import app
+
+# Each command module registers its commands on `app` when imported, in this order, which is
+# the order `carry --help` lists them in.
+COMMAND_MODULES = ("intake", "rebase", "validate", "publish", "ci", "start", "series")
+for _module in COMMAND_MODULES:
+    importlib.import_module(f"carry.cli.{_module}")
+
+
+def _fail(exc: CarryError) -> None:
+    print(f"carry: error: {exc.line()}", file=sys.stderr)
+    if "--json" in sys.argv[1:]:  # a script reading stdout gets the error there too
+        import json
+
+        print(json.dumps({"error": " ".join(str(exc).split()), "hint": exc.hint,
+                          "exit": exc.exit_code}))
+    sys.exit(exc.exit_code)
+
+
+def main() -> None:
+    # typer 0.28 (pinned in pyproject) vendors click, so `click` itself need not be installed.
+    from typer._click.exceptions import ClickException
+
+    from carry.base import redact
+
+    redact.register_env()
+    sys.stdout = redact.Scrubbed(sys.stdout)
+    sys.stderr = redact.Scrubbed(sys.stderr)
+    try:
+        code = app(standalone_mode=False)
+    except CarryError as exc:
+        _fail(exc)
+    except ClickException as exc:
+        # One line, as every other error: click's usage block is what --help is for.
+        print(f"carry: error: {' '.join(exc.format_message().split())} "
+              "(hint: carry --help, or carry COMMAND --help)", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(130)
+    except KeyboardInterrupt:
+        print("carry: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except OSError as exc:
+        # A path the user gave that the system refuses (--out /dev/null/x, a full disk).
+        where = f"{exc.filename}: " if exc.filename else ""
+        _fail(CarryError(f"{where}{exc.strerror or exc}"))
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback
+        if os.environ.get("CARRY_DEBUG"):
+            raise
+        _fail(CarryError(f"internal error: {type(exc).__name__}: {exc}",
+                         hint="CARRY_DEBUG=1 shows where; please report it"))
+    sys.exit(code if isinstance(code, int) else 0)

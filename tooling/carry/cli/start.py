@@ -1,0 +1,66 @@
+"""`carry init` and `carry status`: the commands a new user starts with (parse, call, print).
+
+They register on `cli.app`; `cli.main` imports this module so that both appear in `carry --help`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from carry.cli.app import Json, Name, SeriesDir, _root, app
+
+
+@app.command()
+def init(
+    name: Name,
+    upstream: Annotated[str, typer.Option(help="Upstream on GitHub, OWNER/REPO.")],
+    fork: Annotated[str, typer.Option(help="The fork that carries the series, OWNER/REPO.")],
+    repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="A local clone to read remotes, tags and branches from.")] = None,
+    dev_branch: Annotated[str, typer.Option(
+        "--dev-branch", help="The fork's integration branch (default: its newest dev/*).")] = "",
+    base: Annotated[str, typer.Option(
+        help="The ref the patches apply to (default: the fork's dev branch).")] = "",
+    title: Annotated[str, typer.Option(help="A title (default: the name).")] = "",
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """Start a series with a full manifest.
+
+    The manifest has upstream, fork, base, targets, the policy and an empty test plan.
+
+    Example: carry init my-fix --upstream vllm-project/vllm --fork me/vllm --repo ../vllm
+    """
+    from carry.cli import views
+    from carry.intake import init as initmod
+
+    result = initmod.run(_root(series_dir), name, upstream, fork, repo, dev_branch, base, title)
+    views.show_init(result, json)
+
+
+@app.command()
+def status(
+    name: Annotated[Optional[str], typer.Argument(  # noqa: UP045
+        help="One series (default: every series).")] = None,
+    repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="The repository carry rebased and validated in.")] = None,
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """Stopped rebases, branches and the last validation.
+
+    Stopped rebases with their worktree and next command, the last result per target (the
+    carry/NAME/... branches) and the last validation, and whether it is for the current
+    tree.
+
+    Example: carry status my-fix --repo ../vllm
+    """
+    from carry import status as statusmod
+    from carry.cli import views
+    from carry.series import store as series
+
+    root = _root(series_dir)
+    chosen = [series.find(root, name)] if name else series.list_series(root)
+    views.show_status(statusmod.run(chosen, repo), json)

@@ -1,0 +1,234 @@
+"""`carry releases`: what upstream published that a series has not been validated against.
+
+Two sources, because each misses something: the repository's tags (every one since the last
+validated version, not only the newest, so two releases between runs are both seen) and the
+package index (PEP 691 JSON), which knows yanked releases and releases whose tag has not been
+fetched yet. Dev-branch targets contribute their head when the ledger does not hold it.
+"""
+
+from __future__ import annotations
+
+import configparser
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from carry.base.errors import CarryError
+from carry.git import Repo
+from carry.job.ledger import Ledger
+from carry.job.ledger import load as load_ledger
+from carry.series.store import Series, Target
+
+PEP691 = "application/vnd.pypi.simple.v1+json"
+
+
+@dataclass
+class Release:
+    series: str
+    target: str
+    kind: str  # release | main | dev | ...
+    version: str  # "" for a branch head
+    ref: str  # the tag or branch ("" while waiting for the tag)
+    commit: str
+    status: str  # pending | validated | waiting for the tag | yanked | missing
+
+
+@dataclass
+class IndexRelease:
+    version: Version
+    yanked: bool
+
+
+def index_url(explicit: str | None) -> str | None:
+    """--index-url, then PIP_INDEX_URL, then pip's configuration files, then pip's own default
+    (asked of pip, so this repository names no index host)."""
+    if explicit:
+        return explicit
+    if os.environ.get("PIP_INDEX_URL"):
+        return os.environ["PIP_INDEX_URL"]
+    found: str | None = None
+    for path in _pip_config_files():
+        cfg = configparser.ConfigParser()
+        try:
+            cfg.read(path, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        for section in ("global", "install"):
+            if cfg.has_option(section, "index-url"):
+                found = cfg.get(section, "index-url")
+    if found:
+        return found
+    try:
+        from pip._internal.models.index import PyPI
+    except ImportError:
+        return None
+    return str(PyPI.simple_url)
+
+
+def _pip_config_files() -> list[Path]:
+    """pip's own order: site-wide, then per user, then the virtualenv; later files win."""
+    if os.environ.get("PIP_CONFIG_FILE"):
+        return [Path(os.environ["PIP_CONFIG_FILE"])]
+    xdg = os.environ.get("XDG_CONFIG_DIRS", "/etc/xdg").split(":")
+    home = Path.home()
+    files = [Path(d) / "pip" / "pip.conf" for d in xdg] + [Path("/etc/pip.conf")]
+    files += [home / ".pip" / "pip.conf", home / ".config" / "pip" / "pip.conf"]
+    if os.environ.get("VIRTUAL_ENV"):
+        files.append(Path(os.environ["VIRTUAL_ENV"]) / "pip.conf")
+    return [f for f in files if f.is_file()]
+
+
+def _redact(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    if parts.username or parts.password:
+        parts = parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1])
+    return urllib.parse.urlunsplit(parts)
+
+
+def fetch_index(url: str, package: str) -> list[IndexRelease]:
+    """The package's releases from a PEP 691 JSON simple index; a version is yanked when every
+    file of it is."""
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https", "file"):
+        raise CarryError(f"the index URL {_redact(url)} is not http(s)", hint="pass --index-url")
+    page = url.rstrip("/") + "/" + canonicalize_name(package) + "/"
+    req = urllib.request.Request(page, headers={"Accept": PEP691})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:  # noqa: S310 - scheme checked
+            body = resp.read()
+    except urllib.error.HTTPError as exc:
+        raise CarryError(f"the package index answered {exc.code} for {_redact(page)}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise CarryError(f"cannot reach the package index {_redact(page)}: {reason}") from None
+    try:
+        data = json.loads(body)
+        files = data["files"]
+        if not isinstance(files, list):
+            raise TypeError("files is not a list")
+        return _versions(package, files)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CarryError(f"the package index {_redact(page)} did not answer in PEP 691 JSON "
+                         f"({exc})") from None
+
+
+def _versions(package: str, files: list[dict[str, object]]) -> list[IndexRelease]:
+    seen: dict[Version, bool] = {}
+    for f in files:
+        version = _file_version(package, str(f["filename"]))
+        if version is None:
+            continue
+        yanked = f.get("yanked", False) not in (False, None)
+        seen[version] = seen.get(version, True) and yanked
+    return [IndexRelease(v, y) for v, y in sorted(seen.items())]
+
+
+def _file_version(package: str, filename: str) -> Version | None:
+    name = canonicalize_name(package)
+    for ext in (".tar.gz", ".zip", ".whl"):
+        if filename.endswith(ext):
+            stem = filename[: -len(ext)]
+            head, _, rest = stem.partition("-") if ext == ".whl" else stem.rpartition("-")
+            raw = rest.split("-")[0] if ext == ".whl" else rest
+            if canonicalize_name(head) != name:
+                return None
+            try:
+                return Version(raw)
+            except InvalidVersion:
+                return None
+    return None
+
+
+def _tag_version(pattern: str, tag: str) -> Version | None:
+    prefix, _, suffix = pattern.partition("*")
+    if not tag.startswith(prefix) or not tag.endswith(suffix):
+        return None
+    try:
+        return Version(tag[len(prefix): len(tag) - len(suffix)] if suffix else tag[len(prefix):])
+    except InvalidVersion:
+        return None
+
+
+def pending(series: Series, repo: Repo, ledger: Ledger, index: list[IndexRelease] | None,
+            since: str | None = None) -> list[Release]:
+    """Every tag and branch head of the series' targets, oldest first, with whether the ledger
+    holds it; index releases with no tag yet, and yanked ones, are listed too."""
+    out: list[Release] = []
+    floor = _version(since) if since else None
+    for t in series.manifest.targets:
+        if t.tags:
+            out += _tag_releases(series, repo, ledger, t, index or [], floor)
+        else:
+            out.append(_branch_release(series, repo, ledger, t))
+    return out
+
+
+def _version(text: str) -> Version:
+    try:
+        return Version(text.removeprefix("v"))
+    except InvalidVersion:
+        raise CarryError(f"--since {text!r} is not a version") from None
+
+
+def _tag_releases(series: Series, repo: Repo, ledger: Ledger, t: Target,
+                  index: list[IndexRelease], floor: Version | None) -> list[Release]:
+    name = series.name
+    commits = _tag_commits(repo, t.tags)
+    tags = {v: tag for tag in commits
+            if (v := _tag_version(t.tags, tag)) is not None
+            and (t.prereleases or not v.is_prerelease)}
+    if floor is None:
+        done = [v for r in ledger.for_target(name, t.name)
+                if r.ref in tags.values() and (v := _tag_version(t.tags, r.ref)) is not None]
+        floor = max(done) if done else None
+    newest = sorted(tags)[-t.latest:] if t.latest > 0 else sorted(tags)
+    chosen = [v for v in sorted(tags) if v > floor] if floor is not None else newest
+    yanked = {r.version for r in index if r.yanked}
+    rows: list[Release] = []
+    for v in chosen:
+        commit = commits[tags[v]]
+        status = ("yanked" if v in yanked else
+                  "validated" if ledger.holds(name, t.name, commit) else "pending")
+        rows.append(Release(name, t.name, t.kind, str(v), tags[v], commit, status))
+    low = floor if floor is not None else max(tags, default=None)
+    for r in index:
+        wanted = t.prereleases or not r.version.is_prerelease
+        if r.version not in tags and not r.yanked and wanted and (low is None or r.version > low):
+            rows.append(Release(name, t.name, t.kind, str(r.version), "", "",
+                                "waiting for the tag"))
+    return sorted(rows, key=lambda r: Version(r.version))
+
+
+def _tag_commits(repo: Repo, pattern: str) -> dict[str, str]:
+    """Every matching tag and the commit it names, in one process (not one per tag: a
+    watcher that starts late sees hundreds)."""
+    rows = repo.for_each_ref(f"refs/tags/{pattern}",
+                             "%(refname:strip=2) %(objectname) %(*objectname)")
+    out: dict[str, str] = {}
+    for row in rows:
+        name, obj, peeled = (row.split(" ") + [""])[:3]
+        out[name] = peeled or obj
+    return out
+
+
+def _branch_release(series: Series, repo: Repo, ledger: Ledger, t: Target) -> Release:
+    commit = repo.try_rev_parse(t.ref)
+    if commit is None:
+        return Release(series.name, t.name, t.kind, "", t.ref, "", "missing")
+    status = "validated" if ledger.holds(series.name, t.name, commit) else "pending"
+    return Release(series.name, t.name, t.kind, "", t.ref, commit, status)
+
+
+def run(series: Series, repo: Repo, ledger_path: Path, explicit_index: str | None,
+        package: str | None, since: str | None) -> list[Release]:
+    """The index is asked only when the series names its package (or --package does)."""
+    pkg = package or series.manifest.upstream.package
+    url = index_url(explicit_index) if pkg else None
+    index = fetch_index(url, pkg) if url and pkg else None
+    return pending(series, repo, load_ledger(ledger_path), index, since)

@@ -1,0 +1,105 @@
+"""`carry range-diff NAME vA vB`: rebuild two versions of a series as commits and compare them
+with `git range-diff`.
+
+Each version is committed onto its own recorded base through the same cached chain the rebase
+uses, so comparing versions that were rebased before costs no patch application. An empty side
+(a version whose patches upstream absorbed) goes through the three-argument form, which git 2.39
+accepts where `A..A B..C` fails with "need two commit ranges".
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+
+from carry.base.errors import CarryError
+from carry.git import Repo
+from carry.replay.chain import chain, resolve_base
+from carry.replay.targets import ontos, target_refs
+from carry.series import versions
+from carry.series.store import MANIFEST, PATCH_NAME, Series, parse_manifest
+
+
+@dataclass(frozen=True)
+class Side:
+    label: str
+    base: str
+    head: str
+    count: int
+
+
+@dataclass(frozen=True)
+class RangeDiff:
+    series: str
+    old: Side
+    new: Side
+    output: str
+
+
+def run(series: Series, repo: Repo, old: str, new: str | None = None,
+        against: str | None = None, color: bool = False) -> RangeDiff:
+    if new and against:
+        raise CarryError("give either a second version or --against, not both")
+    for rev in (against.split("..", 1) if against else []):  # a typo fails before any write
+        repo.rev_parse(rev or "HEAD")
+    a = version_side(series, repo, old)
+    b = ref_side(series, repo, against, a) if against else version_side(series, repo,
+                                                                        new or "current")
+    return RangeDiff(series.name, a, b, compare(repo, a, b, color))
+
+
+def version_side(series: Series, repo: Repo, version: str) -> Side:
+    snap = versions.read(series, version)
+    manifest = parse_manifest(series.root / MANIFEST, tomllib.loads(snap.manifest))
+    label = version if version == "current" else f"v{version.lstrip('v')}"
+    if not snap.patches:
+        rev = manifest.base.commit or manifest.base.ref
+        empty = repo.try_rev_parse(rev) if rev else None
+        return Side(label, empty or "", empty or "", 0)
+    base = resolve_base(repo, manifest.base, f"{series.name} {label}", "fetch it into --repo")
+    files = []
+    for name, data in snap.patches.items():
+        m = PATCH_NAME.match(name)
+        assert m is not None  # versions.read only returns patch file names
+        files.append((int(m.group(1)), name, data))
+    carried = chain(repo, files, base)
+    return Side(label, base, carried[-1].commit.sha, len(carried))
+
+
+def ref_side(series: Series, repo: Repo, against: str, old: Side) -> Side:
+    """`BASE..HEAD`, or a ref: for a branch that carry rebase wrote, its reflog names the
+    commit it went onto; otherwise the nearest merge base with a manifest target (or with the
+    old version's base) is taken for the start."""
+    if ".." in against:
+        base_rev, _, head_rev = against.partition("..")
+        base, head = repo.rev_parse(base_rev or "HEAD"), repo.rev_parse(head_rev or "HEAD")
+    else:
+        head = repo.rev_parse(against)
+        candidates = {old.base} if old.base else set()
+        for _, message in repo.reflog(against):  # where carry rebase put the branch
+            onto = [sha for sha in ontos(message) if repo.is_ancestor(sha, head)]
+            if onto:
+                candidates = set(onto[:1])
+                break
+        for t in series.manifest.targets:
+            for ref in target_refs(repo, t):
+                sha = repo.try_rev_parse(ref)
+                mb = repo.merge_base(sha, head) if sha else None
+                if mb:
+                    candidates.add(mb)
+        if not candidates:
+            raise CarryError(f"cannot tell where {against} starts",
+                             hint="pass --against BASE..HEAD")
+        counted = [(len(repo.rev_list(f"{c}..{head}")), c) for c in sorted(candidates)]
+        base = min(counted)[1]
+    return Side(against, base, head, len(repo.rev_list(f"{base}..{head}")))
+
+
+def compare(repo: Repo, a: Side, b: Side, color: bool = False) -> str:
+    if a.count == 0 and b.count == 0:
+        return ""
+    if a.count == 0:
+        return repo.range_diff(b.base, b.base, b.head, color=color)
+    if b.count == 0:
+        return repo.range_diff(a.base, a.head, a.base, color=color)
+    return repo.range_diff(f"{a.base}..{a.head}", f"{b.base}..{b.head}", color=color)

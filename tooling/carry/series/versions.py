@@ -1,0 +1,196 @@
+"""Series versions as tags in the toolkit repository (like git-pile's pile history).
+
+`series/<name>/vN` is a lightweight tag that points at a *tree*: a snapshot of the series
+directory made through a private index. No commit is needed, so a version can be tagged the
+moment it is written, before the maintainer commits anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+
+from carry.base.errors import CarryError
+from carry.git import Repo
+from carry.series.store import MANIFEST, PATCH_DIR, PATCH_NAME, ChangelogEntry, Manifest, Series
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One version's files: the manifest text and the patches by file name."""
+
+    version: str
+    manifest: str
+    patches: dict[str, bytes]
+
+
+def tag_name(series: str, version: int) -> str:
+    return f"series/{series}/v{version}"
+
+
+def toolkit_repo(series: Series) -> Repo | None:
+    try:
+        return Repo.open(series.root)
+    except CarryError:
+        return None
+
+
+def tag(series: Series) -> str | None:
+    """Tag the current state as its version; returns the tag, or None outside a checkout.
+
+    An existing tag with other content is never moved: versions are immutable.
+    """
+    return _tag(series, toolkit_repo(series))
+
+
+def _tag(series: Series, repo: Repo | None) -> str | None:
+    if series.manifest.version == 0:
+        return None
+    if repo is None:
+        return _keep_outside_git(series)
+    tree = repo.snapshot_tree(series.root)
+    name = tag_name(series.name, series.manifest.version)
+    existing = repo.try_rev_parse(f"refs/tags/{name}", "tree")
+    if existing == tree:
+        return name
+    if existing:
+        raise CarryError(f"tag {name} already holds other content; bump the version instead")
+    repo.create_tag(name, tree)
+    return name
+
+
+def read(series: Series, version: str) -> Snapshot:
+    """Files of `vN` from its tag, or of the working directory for 'current' or the
+    current version when that is not tagged yet."""
+    number = version.lstrip("v")
+    if version == "current" or (number.isdigit() and int(number) == series.manifest.version
+                                and not _has_tag(series, int(number))):
+        current = {p.name: p.read() for p in series.patches()}
+        return Snapshot(version, series.manifest_path.read_text("utf-8"), current)
+    if not number.isdigit():
+        raise CarryError(f"bad version {version!r}: expected vN or 'current'")
+    repo = toolkit_repo(series)
+    if repo is None:
+        return _read_outside_git(series, version, int(number))
+    name = tag_name(series.name, int(number))
+    tree = repo.try_rev_parse(f"refs/tags/{name}", "tree")
+    if tree is None:
+        known = ", ".join(t.rsplit("/", 1)[-1]
+                          for t in repo.version_tags(f"series/{series.name}/v*"))
+        raise CarryError(f"no version {version} of {series.name} (known: {known or 'none'})")
+    files: dict[str, bytes] = {}
+    sub = repo.tree_lookup(tree, PATCH_DIR.encode())
+    for raw, (_, sha) in (repo.tree_items(sub[1]) if sub else {}).items():
+        fname = raw.decode("utf-8", "surrogateescape")
+        if PATCH_NAME.match(fname):
+            files[fname] = repo.read_object(sha)[2]
+    manifest = (repo.show_file(tree, MANIFEST) or b"").decode("utf-8")
+    return Snapshot(version, manifest, dict(sorted(files.items())))
+
+
+def _has_tag(series: Series, number: int) -> bool:
+    repo = toolkit_repo(series)
+    if repo is None:
+        return (series.root / KEPT / f"v{number}" / MANIFEST).is_file()
+    return bool(repo.ref_exists(f"refs/tags/{tag_name(series.name, number)}"))
+
+
+# -- outside a git checkout: `.versions/vN/` in the series directory ---------------------------
+
+KEPT = ".versions"
+
+
+def _keep_outside_git(series: Series) -> str:
+    """With no repository to tag in, copy the version's manifest and patches to
+    `.versions/vN/` (written aside, then renamed in), so `--refresh` never loses it."""
+    import shutil
+    import tempfile
+
+    dest = series.root / KEPT / f"v{series.manifest.version}"
+    if dest.is_dir():
+        return f"{KEPT}/{dest.name}"
+    dest.parent.mkdir(exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=str(dest.parent)))
+    try:
+        (tmp / PATCH_DIR).mkdir()
+        shutil.copyfile(series.manifest_path, tmp / MANIFEST)
+        for p in series.patches():
+            shutil.copyfile(p.path, tmp / PATCH_DIR / p.name)
+        tmp.rename(dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return f"{KEPT}/{dest.name}"
+
+
+def _read_outside_git(series: Series, version: str, number: int) -> Snapshot:
+    d = series.root / KEPT / f"v{number}"
+    if not (d / MANIFEST).is_file() or d.is_symlink():
+        kept = sorted(p.name for p in (series.root / KEPT).glob("v*")) if (
+            series.root / KEPT).is_dir() else []
+        raise CarryError(f"no version {version} of {series.name} in {series.root / KEPT} "
+                         f"(kept: {', '.join(kept) or 'none'})",
+                         hint="outside a git checkout, `rebase --refresh` keeps old versions "
+                              "there")
+    files = {p.name: p.read_bytes() for p in sorted((d / PATCH_DIR).iterdir())
+             if PATCH_NAME.match(p.name) and p.is_file() and not p.is_symlink()}
+    return Snapshot(version, (d / MANIFEST).read_text("utf-8"), files)
+
+
+def write_next(root: Path, manifest: Manifest, files: dict[str, bytes], summary: str,
+               today: str | None = None) -> tuple[int, str]:
+    """The one way a new version of a series is made, by import and by refresh alike: the
+    version before it is tagged (so range-diff can reach it), the number goes up by one with
+    one changelog line, the directory is swapped in atomically, and the new version tagged.
+    Outside a checkout the new version's kept copy is written in the same swap as the
+    series. Returns the version and its tag ("" when there is nowhere to keep one)."""
+    from carry.series.store import dump_manifest, find, write_series
+
+    root.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        repo: Repo | None = Repo.open(root if root.is_dir() else root.parent)
+    except CarryError:
+        repo = None
+    try:
+        if (root / MANIFEST).exists():
+            with contextlib.suppress(CarryError):
+                _tag(find(root.parent, root.name), repo)
+        manifest.version += 1
+        date = today or dt.datetime.now(dt.UTC).date().isoformat()
+        manifest.changelog.append(ChangelogEntry(manifest.version, date, summary))
+        kept_dir = f"{KEPT}/v{manifest.version}"
+        also = {} if repo is not None or (root / kept_dir).is_dir() else {
+            f"{kept_dir}/{MANIFEST}": dump_manifest(manifest).encode("utf-8"),
+            **{f"{kept_dir}/{PATCH_DIR}/{name}": data for name, data in files.items()}}
+        write_series(root, manifest, files, also=also)
+        kept = ""
+        with contextlib.suppress(CarryError):
+            kept = f"{KEPT}/v{manifest.version}" if repo is None else (
+                _tag(find(root.parent, root.name), repo) or "")
+        return manifest.version, kept
+    finally:
+        if repo is not None:
+            repo.close()
+
+
+def restore(series: Series, version: int) -> bool:
+    """Put the series back to `version` (kept by `write_next`) and forget the versions after
+    it, which never became real: what `rebase --abort` does to a refresh a kill interrupted."""
+    import shutil
+    import tomllib
+
+    from carry.git import ANY
+    from carry.series.store import parse_manifest, write_series
+
+    snap = read(series, f"v{version}")
+    manifest = parse_manifest(series.manifest_path, tomllib.loads(snap.manifest))
+    newer = range(version + 1, series.manifest.version + 1)
+    write_series(series.root, manifest, snap.patches)
+    repo = toolkit_repo(series)
+    for n in newer:
+        if repo is None:
+            shutil.rmtree(series.root / KEPT / f"v{n}", ignore_errors=True)
+        elif repo.ref_exists(f"refs/tags/{tag_name(series.name, n)}"):
+            repo.set_ref(f"refs/tags/{tag_name(series.name, n)}", None, ANY, reflog=False)
+    return True

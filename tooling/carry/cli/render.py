@@ -3,27 +3,13 @@ progress on stderr."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import sys
 from collections.abc import Callable
 from typing import Any
 
-
-def to_data(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        data = {f.name: to_data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-        for name in getattr(obj, "json_extra", ()):
-            data[name] = to_data(getattr(obj, name))
-        return data
-    if isinstance(obj, dict):
-        return {str(k): to_data(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [to_data(v) for v in obj]
-    if hasattr(obj, "__fspath__"):
-        return str(obj)
-    return obj
+from carry.base.data import to_data
 
 
 def emit_json(obj: Any) -> None:

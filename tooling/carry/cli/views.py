@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from carry.base.data import to_data
 from carry.cli import render
 
 if TYPE_CHECKING:  # results are only annotated here; importing them would slow every command
@@ -113,7 +114,7 @@ def show_series(s: Series, as_json: bool) -> None:
     m = s.manifest
     files = [{"number": p.number, "file": p.name} for p in s.patches()]
     if as_json:
-        return render.emit_json({**render.to_data(m), "patch_files": files,
+        return render.emit_json({**to_data(m), "patch_files": files,
                                  "cover": s.cover})
     render.say(f"{m.name} v{m.version}: {m.title}")
     fork = f"{m.fork.repo} ({m.fork.branch})" if m.fork.branch else m.fork.repo
@@ -202,7 +203,7 @@ def show_range_diff(r: Any) -> None:
 
 def show_validate(r: Report, as_json: bool) -> None:
     if as_json:
-        return render.emit_json({**render.to_data(r), "exit_code": r.exit_code})
+        return render.emit_json({**to_data(r), "exit_code": r.exit_code})
     where = f"{r.engine} {r.image}" if r.image else f"{r.engine} {r.python}"
     render.say(f"{r.series} v{r.version}: validate on {r.onto_ref} ({_short(r.onto)}), "
                f"result {_short(r.head)} (tree {_short(r.head_tree)}), {where}"

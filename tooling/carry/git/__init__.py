@@ -1,6 +1,6 @@
 """The one place that talks to git, split by concern the way StGit's `stupid` is: objects
 (cat-file and in-process writes), refs, history (patches, patch-ids, merges), private indexes
-and worktrees. Callers see one `Repo` and never a raw git command line."""
+and worktrees. Callers see one `Repo` and never a raw git command line. Imports base only."""
 
 from __future__ import annotations
 

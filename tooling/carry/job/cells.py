@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from carry.base.data import to_data
 from carry.base.errors import CarryError
-from carry.cli import render
 from carry.git import Repo
 from carry.job.loop import Options as LoopOptions
 from carry.rebase import command as rebase
@@ -76,7 +76,7 @@ def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, how: Options
         row.validate, row.summary = "error", exc.line()
         return
     path = how.out / f"{s.name}--{row.target}.json"
-    path.write_text(json.dumps(render.to_data(report), indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(to_data(report), indent=2) + "\n", encoding="utf-8")
     row.report = str(path)
     row.validate = ("cached " if report.cached else "") + report.status
     row.summary = report.summary
@@ -132,7 +132,7 @@ def finish(root: Path, repo: Repo, result: JobResult, loop: LoopOptions | None) 
         if any(a.action == "failed" for a in result.loop):
             result.status = "failed"
     out = Path(result.out)
-    (out / "summary.json").write_text(json.dumps(render.to_data(result), indent=2) + "\n",
+    (out / "summary.json").write_text(json.dumps(to_data(result), indent=2) + "\n",
                                       encoding="utf-8")
     md = markdown(result)
     (out / "summary.md").write_text(md, encoding="utf-8")

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from carry.base import atomic, scratch
+from carry.base.data import to_data
 from carry.base.errors import CarryError, ValidationFailed
-from carry.cli import render
 from carry.git import Repo
 from carry.series.store import Series
 from carry.validate import cache, engines, plan
@@ -142,7 +142,7 @@ def run(
     engine = engines.make(engine_name, tp.image, python or tp.python)
     if engine_name == "local":
         engine.check()  # a missing interpreter is bad input even when a report is cached
-    inputs = {"plan": render.to_data(tp), "python": engine.python, "engine": engine.identity(),
+    inputs = {"plan": to_data(tp), "python": engine.python, "engine": engine.identity(),
               **({"allow_no_tests": True} if allow_no_tests else {})}
     store = validate_dir(repo) / "cache"
     early = _early_key(series, repo, onto, baseline, inputs) if onto and not commit else ""
@@ -211,7 +211,7 @@ def run(
         seconds=round(time.monotonic() - started, 3),
         hook_notes=[d.note for d in decisions if d.note], baseline=base,
     )
-    data = render.to_data(report)
+    data = to_data(report)
     atomic.write_json(run_dir / "report.json", data)
     atomic.write_json(last_report_path(repo, series.name), data)
     if not any(r.kind == "install" and not r.ok for r in results):
@@ -233,7 +233,7 @@ def _early_key(series: Series, repo: Repo, onto: str, baseline: bool,
     files = [(f.number, f.name, f.read()) for f in series.patches()]
     return cache.key({"chain": chain_key(series_base(series, repo), files),
                       "onto": repo.rev_parse(onto), "baseline": baseline,
-                      "drops": [render.to_data(m.provenance), m.upstream.repo], **inputs})
+                      "drops": [to_data(m.provenance), m.upstream.repo], **inputs})
 
 
 def _answer(repo: Repo, series: Series, hit: dict[str, Any], head: str) -> Report:
@@ -243,7 +243,7 @@ def _answer(repo: Repo, series: Series, hit: dict[str, Any], head: str) -> Repor
     # another series with the same plan may have filled the entry: this is its run now
     report.series, report.version = series.name, series.manifest.version
     # recorded as a fresh run is, so `carry pr` quotes it
-    atomic.write_json(last_report_path(repo, series.name), render.to_data(report))
+    atomic.write_json(last_report_path(repo, series.name), to_data(report))
     return report
 
 

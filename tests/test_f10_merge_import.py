@@ -150,10 +150,9 @@ def test_sixteen_commits_around_a_hand_resolved_merge(tmp_path: Path) -> None:
     assert took == [
         # 0001 alone touched core.py: it takes the merge's hand resolution of it
         ("0001", "resolution", ["src/core.py"], ""),
-        # 0003's h5 conflicts with upstream's, and 0004's edit of util.py goes through the
-        # same conflict: 0005 took both over (through the merge's tree)
+        # 0003's h5 conflicts with upstream's: 0005 took it over (through the merge's tree);
+        # 0004's own edit of util.py (h7) carries cleanly, so 0004 keeps it
         ("0005", "deferred", ["src/util.py"], "0003"),
-        ("0005", "deferred", ["src/util.py"], "0004"),
         # 0005, just before the merge: the hand resolution of util.py and the evil edit
         ("0005", "tree", ["docs/notes.md", "src/util.py"], ""),
     ]
@@ -276,6 +275,32 @@ def test_a_resolution_of_a_path_only_one_earlier_commit_touched(tmp_path: Path) 
     # The first patch already holds the merge's resolution, and the others leave core.py be.
     assert git(b.path, "show", "lin~2:src/core.py") + "\n" == resolved
     assert git(b.path, "diff", "--name-only", "lin~2", "lin") == "README\ndocs/notes.md"
+    assert b.rev("lin^{tree}") == b.rev("dev^{tree}")
+
+
+def test_a_later_commit_absorbs_what_an_earlier_one_could_not_carry(tmp_path: Path) -> None:
+    """0001's h5 conflicts with upstream's; 0002 takes h5 back and tunes h9: the two together
+    carry cleanly, so 0002 absorbs 0001's change to util.py, not the commit before the merge."""
+    b = _project(tmp_path)
+    git(b.path, "checkout", "-q", "-b", "dev")
+    b.commit("Fork: h5", {"src/util.py": _util(h5=55), "src/a.py": "A = 1\n"}, author=TOBY)
+    b.commit("Fork: h5 back, h9", {"src/util.py": _util(h9=99), "src/b.py": "B = 1\n"},
+             author=LOGPROBZ)
+    b.commit("Fork: c", {"src/c.py": "C = 1\n"}, author=TOBY)
+    b.checkout("main")
+    b.commit("Upstream: h5 returns 500 (#5)", {"src/util.py": _util(h5=500)})
+    b.checkout("dev")
+    _merge_upstream(b, "main", {})
+    root = tmp_path / "series"
+    r = importer.run(root, "later", str(b.path), branch="dev", base_ref="main")
+    assert r.linearized is not None
+    assert [(a.patch, a.part, a.paths, a.source) for a in r.linearized.absorbed] == [
+        ("0002-Fork-h5-back-h9.patch", "deferred", ["src/util.py"], "0001-Fork-h5.patch")]
+    r2 = run_carry("apply", "later", "--repo", str(b.path), "--onto", "main", "--branch", "lin",
+                   "--series-dir", str(root))
+    assert r2.code == 0, r2.err
+    assert git(b.path, "diff", "--name-only", "main", "lin~2") == "src/a.py"
+    assert git(b.path, "show", "lin~1:src/util.py") == _util(h5=500, h9=99).rstrip("\n")
     assert b.rev("lin^{tree}") == b.rev("dev^{tree}")
 
 

@@ -12,7 +12,8 @@ side:
 - an earlier commit takes the merge's content for a path only it touches (the resolution is
   its alone), else a clean three-way merge of the path;
 - a path that cannot be carried cleanly is left for the next commit that touches it, which
-  absorbs it (with the first one's change), or at last for the commit before the merge.
+  absorbs it with its own change when the two together carry cleanly (else it carries its own
+  change alone, if that does), and at last for the commit before the merge.
 
 The commits after the last merge keep their trees, so the series ends on the branch tip's
 exact tree, on the last upstream commit the branch merged (the series base). Every commit
@@ -224,10 +225,13 @@ class _Chain:
             anchors = {p: pending[p][0] for p in paths if p in pending}
             base = self._edit(old[k], anchors) if anchors else old[k]
             carried, stuck = self._carry(base, ours, old[k + 1], paths, item.orig)
+            own = self._own(stuck & set(anchors), old[k], ours, old[k + 1], paths, item.orig)
+            if own:
+                carried = self._edit(carried, own, fallback="") or carried
             for p in sorted(set(anchors) - stuck):
                 for source in pending.pop(p)[1]:
                     self._deferred(item, merge, p, source)
-            for p in stuck:
+            for p in stuck - set(own):
                 pending.setdefault(p, (self.repo.tree_lookup(base, p), []))[1].append(item)
             if k == last:  # the commit before the merge: the merge's tree, all of it
                 for p, (_, sources) in sorted(pending.items()):
@@ -278,6 +282,15 @@ class _Chain:
         if not tree:
             return ours, set(paths)
         return tree, conflicted & set(paths)
+
+    def _own(self, left: set[bytes], base: str, ours: str, theirs: str, paths: list[bytes],
+             who: RawCommit) -> dict[bytes, Entry | None]:
+        """Where an earlier commit's change to a path cannot come along with this one's, this
+        commit's own change alone, if that carries cleanly: the path stays left for later."""
+        if not left:
+            return {}
+        alone, stuck = self._carry(base, ours, theirs, paths, who)
+        return {p: self.repo.tree_lookup(alone, p) for p in sorted(left - stuck)}
 
     def _merge3(self, base: str, ours: str, theirs: str, who: RawCommit) -> MergeResult:
         """git's merge-tree with `base` as the merge base: both sides are committed on it."""

@@ -170,6 +170,8 @@ def test_sixteen_commits_around_a_hand_resolved_merge(tmp_path: Path) -> None:
     assert [p.trailers for p in patches] == [
         trailermod.parse(raw.split(b"\n\n", 1)[1]) for raw in originals]
     assert sum(bool(p.trailers) for p in patches) == 15  # all but the odd one
+    # Written with the original's author: only the identity git cannot mail needs the header.
+    assert [p.number for p in patches if "author" in p.verbatim] == [4]
 
     r = run_carry("rebase", "mx", "--repo", str(b.path), "--onto", "main",
                   "--series-dir", str(root), "--json")
@@ -302,6 +304,38 @@ def test_a_later_commit_absorbs_what_an_earlier_one_could_not_carry(tmp_path: Pa
     assert git(b.path, "diff", "--name-only", "main", "lin~2") == "src/a.py"
     assert git(b.path, "show", "lin~1:src/util.py") == _util(h5=500, h9=99).rstrip("\n")
     assert b.rev("lin^{tree}") == b.rev("dev^{tree}")
+
+
+def test_a_merge_before_any_fork_commit_is_absorbed_by_the_first(tmp_path: Path) -> None:
+    b = _project(tmp_path)
+    git(b.path, "checkout", "-q", "-b", "dev")
+    b.checkout("main")
+    b.commit("Upstream: f returns 10 (#1)", {"src/core.py": CORE.replace(
+        "return 1\n\n\ndef g", "return 10\n\n\ndef g")})
+    b.checkout("dev")
+    merge = _merge_upstream(b, "main", {"README": "project, merged\n"})  # evil, nothing before
+    b.commit("Fork: a", {"src/a.py": "A = 1\n"}, author=TOBY)
+    b.commit("Fork: b", {"src/b.py": "B = 1\n"}, author=LOGPROBZ)
+    root = tmp_path / "series"
+    r = importer.run(root, "first", str(b.path), branch="dev", base_ref="main")
+    assert r.base == b.rev("main") and r.linearized is not None
+    assert [(a.patch, a.merge, a.part, a.paths) for a in r.linearized.absorbed] == [
+        ("0001-Fork-a.patch", merge, "tree", ["README"])]
+    assert run_carry("apply", "first", "--repo", str(b.path), "--onto", "main", "--branch",
+                     "lin", "--series-dir", str(root)).code == 0
+    assert b.rev("lin^{tree}") == b.rev("dev^{tree}")
+
+
+def test_a_range_that_reaches_a_root_commit_is_refused(tmp_path: Path) -> None:
+    """The base is another history the branch merged: the range reaches the first commit."""
+    b = _bad(tmp_path)
+    git(b.path, "checkout", "-q", "--orphan", "other")
+    git(b.path, "rm", "-q", "-rf", ".")
+    b.commit("Another project", {"elsewhere.txt": "x\n"})
+    b.checkout("dev")
+    git(b.path, "merge", "-q", "--no-edit", "--allow-unrelated-histories", "other")
+    err = _one_line_error(b, tmp_path, "--range", "other..dev")
+    assert "has no parent" in err and b.rev("base")[:12] in err
 
 
 def test_a_commit_upstream_already_has_is_dropped_and_said(tmp_path: Path) -> None:

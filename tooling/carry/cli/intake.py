@@ -34,7 +34,8 @@ def import_(
 
     The commits go into series/NAME as git format-patch files; the same commits again change
     no byte. A series that does not exist yet gets a bare manifest (`carry init` makes a full
-    one).
+    one). A branch that merged upstream becomes a linear series on the last upstream it
+    merged, keeping what the merges resolved.
 
     Example: carry import my-fix --repo ../vllm --range upstream/main..my-branch
     """

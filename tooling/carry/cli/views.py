@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # results are only annotated here; importing them would slow 
     from carry.intake.apply import ApplyResult
     from carry.intake.check import CheckReport
     from carry.intake.importer import ImportResult
+    from carry.intake.linearize import Report as LinearReport
     from carry.series.store import Listing, Series
     from carry.validate.results import Report
 
@@ -44,8 +45,27 @@ def show_import(r: ImportResult) -> None:
                f"(base {_short(r.base)}) -> {state}")
     for p in r.patches:
         render.say(f"  {p}")
+    if r.linearized:
+        _show_linearized(r.linearized)
     if r.note:
         render.warn(r.note)
+
+
+def _show_linearized(lin: LinearReport) -> None:
+    """One line per merge of upstream, per part a patch took from it, per dropped commit."""
+    for m in lin.merges:
+        render.say(f"  linearised merge {_short(m.merge)} of upstream {_short(m.upstream)} "
+                   f"({m.subject})")
+        for a in (a for a in lin.absorbed if a.merge == m.merge):
+            paths = ", ".join(a.paths)
+            what = {"tree": f"took its tree, absorbing {paths}",
+                    "resolution": f"took its resolution of {paths}",
+                    "deferred": f"took over {a.source}'s change to {paths}, which could not be "
+                                "carried across it cleanly"}[a.part]
+            render.say(f"    {a.patch} {what}")
+    for d in lin.dropped:
+        render.say(f"  dropped {_short(d.commit)} ({d.subject}) at merge {_short(d.merge)}: "
+                   f"{d.why}")
 
 
 @_or_json

@@ -1,7 +1,8 @@
 """`carry import`: bring a range, a branch or a PR head into `series/<name>/`.
 
 Re-importing the same commits writes no byte; new content bumps the version and adds one
-changelog line. The range is read with one `format-patch` process.
+changelog line. The range is read with one `format-patch` process. A range that merged
+upstream is made linear first (`linearize`), keeping what its merges resolved.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from carry.base.errors import CarryError
 from carry.git import ANY, RawCommit, Repo
+from carry.intake.linearize import Report, linearize
 from carry.series import locks, versions
 from carry.series import patches as patchmod
 from carry.series import store as seriesmod
@@ -30,6 +32,7 @@ class ImportResult:
     patches: list[str]
     source: str
     note: str = ""
+    linearized: Report | None = None  # the merges of upstream carried across, when any
 
 
 def open_source(spec: str, scratch: ExitStack) -> Repo:
@@ -100,17 +103,15 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
             if not commits:
                 raise CarryError(f"{desc} has no commits on top of {base[:12]}")
             base_commit, *in_range = repo.read_commits([base, *commits])
-            read = dict(zip(commits, in_range, strict=True))
-            merges = [sha for sha in reversed(commits) if len(read[sha].parents) > 1]
-            if merges:
-                raise CarryError(f"{desc} contains merge commit {merges[0][:12]}; "
-                                 "a series must be linear")
+            linear = linearize(repo, base_commit, dict(zip(commits, in_range, strict=True)), desc)
+            base_commit, read = linear.base, linear.commits
+            base, commits = base_commit.sha, list(read)
             tree = base_commit.tree
             for sha in commits:
                 if read[sha].tree == tree:
                     raise _lost(sha, read[sha].subject, "it changes nothing")
                 tree = read[sha].tree
-            formatted = repo.format_patch(base, head, commits)
+            formatted = linear.named(repo.format_patch(base, linear.head, commits))
             _same_commits(read, [sha for sha, _ in formatted])
             files = {}
             for i, (sha, text) in enumerate(formatted, 1):
@@ -126,6 +127,8 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
     manifest.base = Base(ref=ref, commit=base)
     if changed:
         summary = f"imported {len(files)} patches from {desc} onto {base[:12]}"
+        if linear.report:
+            summary += f"; {linear.report.summary()}"
         versions.write_next(root / name, manifest, files, summary, today)
     else:
         seriesmod.write_series(root / name, manifest, files)
@@ -133,7 +136,8 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
         f"series {name} did not exist: import wrote a bare manifest (no upstream, targets or "
         f"test plan); `carry init {name} --upstream OWNER/REPO --fork OWNER/REPO --repo PATH` "
         "makes a full one before the import")
-    return ImportResult(name, manifest.version, changed, base, head, list(files), desc, note)
+    return ImportResult(name, manifest.version, changed, base, head, list(files), desc, note,
+                        linear.report)
 
 
 def _within_history(repo: Repo, commits: list[str], base: str, desc: str) -> None:

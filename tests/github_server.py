@@ -4,8 +4,9 @@ It keeps repositories, pulls, issues, issue comments and labels in memory and an
 shapes (a subset of each object, checked against the fields PyGithub reads), with Link-header
 pagination, token auth (each token is one account: a user's, or a GitHub App installation's
 that may not read /user and learns its login from GraphQL's `viewer`, as on GitHub), search,
-and a switchable rate limit. A pull request's head may live in another repository (a fork). Tests drive it through PyGithub's
-real HTTP, so the requests and the error paths carry does are the ones GitHub would see.
+and a switchable rate limit. A pull request's head may live in another repository (a fork).
+Tests drive it through PyGithub's real HTTP, so the requests and the error paths carry does
+are the ones GitHub would see.
 Every request is recorded with its method, so a test can assert that a run wrote nothing.
 """
 
@@ -138,6 +139,9 @@ class GitHubState:
         self.git: dict[str, Path] = {}  # repository -> its bare git repository, when known
         # Called just before a comment is stored: a test plays another machine's run here.
         self.before_comment: Callable[[str, int, str], None] | None = None
+        # Called with (method, path) once a request has been answered: a test kills the
+        # client here, right after GitHub did what it asked.
+        self.after_answer: Callable[[str, str], None] | None = None
 
     def fault(self, status: int, times: int = 1, retry_after: str | None = None,
               path: str = "", raw: bytes | None = None) -> None:
@@ -319,6 +323,9 @@ class _Handler(BaseHTTPRequestHandler):
                         getattr(self, name)(query, *m.groups())
                 except _Refused as no:
                     self.send(no.status, no.payload)
+                if self.state.after_answer is not None:
+                    self.wfile.flush()
+                    self.state.after_answer(method, path)
                 return
         self.send(404, {"message": "Not Found", "documentation_url": "https://docs.github.com"})
 

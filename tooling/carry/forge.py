@@ -51,6 +51,8 @@ class PullInfo:
     merged: bool = False
     merge_sha: str = ""
     labels: tuple[str, ...] = ()
+    head_repo: str = ""  # owner/name of the head branch's repository; "" when it was deleted
+    created: str = ""  # ISO 8601, UTC
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ class IssueInfo:
     body: str
     state: str
     url: str
+    author: str = ""
 
 
 def api_url(explicit: str | None = None) -> str:
@@ -177,6 +180,7 @@ class Forge:
     max_wait: float = DEFAULT_MAX_WAIT
     log: Callable[[str], None] = field(repr=False, default=_stderr)
     _repos: dict[str, Any] = field(repr=False, default_factory=dict)
+    _me: str | None = field(repr=False, default=None)
 
     @classmethod
     def connect(cls, url: str, token: str, max_wait: float = DEFAULT_MAX_WAIT) -> Forge:
@@ -263,6 +267,29 @@ class Forge:
             waited += retry.delay
             attempt += 1
 
+    def me(self) -> str:
+        """The login of the token's account, read once: what carry opened is what this account
+        opened (see owned.py)."""
+        if self._me is None:
+            self._me = self._call("the token's own account", self._whoami)
+        return self._me
+
+    def _whoami(self) -> str:
+        """GET /user; a GitHub App's installation token (the Actions GITHUB_TOKEN) is refused
+        there with a 403, and GraphQL's `viewer` names its bot account instead."""
+        from github import GithubException
+
+        try:
+            login = self._gh.get_user().login
+        except GithubException as exc:
+            if exc.status != 403 or retry_of(exc, 1, time.time()) is not None:
+                raise
+            _, data = self._gh.requester.graphql_query("query { viewer { login } }", {})
+            login = data["data"]["viewer"]["login"]
+        if not isinstance(login, str) or not login:
+            raise ValueError("no login")
+        return login
+
     # -- pulls -----------------------------------------------------------------------------
 
     def open_pulls(self, full_name: str, base: str | None = None) -> list[PullInfo]:
@@ -326,6 +353,22 @@ class Forge:
             lambda: next((e.commit_id or "" for e in repo.get_issue(number).get_events()
                           if e.event == "merged"), ""))
 
+    def comments_since(self, full_name: str, since: str) -> list[tuple[int, CommentInfo]]:
+        """(issue or PR number, comment) for every comment of the repository written since
+        `since` (ISO 8601; "" for all), oldest first: one listing, not one per PR."""
+        import datetime as dt
+
+        repo = self._repo(full_name)
+        kw: dict[str, Any] = {"sort": "created", "direction": "asc"}
+        if since:
+            kw["since"] = dt.datetime.strptime(since, "%Y-%m-%dT%H:%M:%SZ").replace(
+                tzinfo=dt.UTC)
+        return self._call(
+            f"comments of {full_name}",
+            lambda: [(int(c.issue_url.rstrip("/").rsplit("/", 1)[1]),
+                      CommentInfo(c.id, c.body or "", c.user.login if c.user else ""))
+                     for c in repo.get_issues_comments(**kw)])
+
     def delete_comment(self, full_name: str, number: int, comment_id: int) -> None:
         repo = self._repo(full_name)
         self._call(f"comment {comment_id} on {full_name}#{number}",
@@ -370,7 +413,7 @@ class Forge:
 
 def _issue(i: Any) -> IssueInfo:
     return IssueInfo(number=i.number, title=i.title or "", body=i.body or "", state=i.state,
-                     url=i.html_url or "")
+                     url=i.html_url or "", author=i.user.login if i.user else "")
 
 
 def _pull(p: Any) -> PullInfo:
@@ -379,6 +422,8 @@ def _pull(p: Any) -> PullInfo:
         draft=bool(p.draft), head=p.head.ref, head_sha=p.head.sha, base=p.base.ref,
         author=p.user.login if p.user else "", url=p.html_url or "",
         merged=p.merged_at is not None, labels=tuple(x.name for x in p.labels),
+        head_repo=p.head.repo.full_name if p.head.repo else "",
+        created=p.created_at.strftime("%Y-%m-%dT%H:%M:%SZ") if p.created_at else "",
     )
 
 

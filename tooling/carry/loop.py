@@ -1,7 +1,9 @@
 """Closing the loop after a CI cell (opt-in): a clean result on a release or dev target
 refreshes the series, pushes it and opens or updates its one PR (through `carry pr`); a
 conflict opens or updates one tracking issue per (series, target), which a later clean run
-closes with a comment. Every GitHub request goes through `forge.py`.
+closes with a comment. Every GitHub request goes through `forge.py`. Only the PRs and issues
+the token's own account opened are the loop's (owned.py): an issue someone else opened with
+the tracking marker is never edited or closed.
 
 `--dry-run` reads (to tell "open" from "update") and writes nothing: no series version, no
 ref, no push, no request that writes.
@@ -14,8 +16,8 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from carry import forge as forgemod
+from carry import owned, tracking
 from carry import series as seriesmod
-from carry import tracking
 from carry.errors import CarryError
 from carry.git import Repo
 
@@ -136,8 +138,8 @@ def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target
     pr_base = ctx.opts.base or s.manifest.fork.branch or "main"
     full = forge_repo(s, ctx.opts)
     remote = ctx.opts.remote or s.manifest.fork.remote or "origin"
-    if ctx.opts.dry_run:
-        found = [p for p in ctx.forge().open_pulls(full, pr_base) if p.head == branch]
+    if ctx.opts.dry_run:  # the PR `carry pr` would update: carry's, for this series alone
+        found = [p for p in prmod.find_open(ctx.forge(), full, [s.name]) if p.base == pr_base]
         step = (f"refresh to version {s.manifest.version + 1} on {row.ref}, "
                 if base != row.onto else "")
         act.action = "would-update" if found else "would-open"
@@ -181,8 +183,13 @@ def _find(ctx: _Context, full: str, series: str, target: str
     out = []
     for issue in ctx.forge().open_issues(full, tracking.MARK):
         fields = tracking.matches(issue.body, series, target)
-        if fields is not None:
+        if fields is None:
+            continue
+        if owned.issue_is_mine(ctx.forge(), issue):
             out.append((issue, fields))
+        else:
+            owned.ignore_issue(ctx.forge(), full, issue,
+                               f"carry's tracking marker for {series} on {target}")
     return out
 
 

@@ -207,6 +207,7 @@ class Forge:
     @contextmanager
     def _errors(self, what: str) -> Iterator[None]:
         from github import (
+            BadAttributeException,
             BadCredentialsException,
             GithubException,
             RateLimitExceededException,
@@ -231,11 +232,11 @@ class Forge:
             errors = errors if isinstance(errors, list) else []
             detail = "; ".join(e.get("message") or e.get("code", "") for e in errors
                                if isinstance(e, dict))
-            raise ForgeError(f"GitHub answered {exc.status} for {what}: "
-                             f"{message}{': ' + detail if detail else ''}") from None
+            said = ": ".join(x for x in (message, detail) if x)
+            raise ForgeError(f"GitHub answered {exc.status} for {what}: {said}") from None
         except OSError as exc:
             raise ForgeError(f"cannot reach {self.url}: {exc.strerror or exc}") from None
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, BadAttributeException) as exc:
             # A 200 that is not GitHub's JSON (a proxy's page, another shape): PyGithub fails
             # as it reads the object, whichever attribute that is.
             raise ForgeError(f"{self.url} gave an answer for {what} that is not GitHub's: "

@@ -219,11 +219,12 @@ def test_whitespace_is_a_change_and_so_is_a_merge_that_adds_a_file(
                "Merge main")  # nothing to merge, and a file no parent has
     _pull(gh, fork, 3, evil)
     # a clean merge of two branches that each carry one of #9's commits is contained
+    then = {"GIT_COMMITTER_DATE": "@1000000000 +0000"}  # new commits, whenever this runs
     git(fork.path, "checkout", "-q", "-b", "left", "main")
-    git(fork.path, "cherry-pick", "carry/demo~3")
+    git(fork.path, "cherry-pick", "carry/demo~3", env=then)
     git(fork.path, "checkout", "-q", "-b", "right", "main")
-    git(fork.path, "cherry-pick", "carry/demo")
-    git(fork.path, "merge", "-q", "--no-edit", "left")
+    git(fork.path, "cherry-pick", "carry/demo", env=then)
+    git(fork.path, "merge", "-q", "--no-edit", "left", env=then)
     _pull(gh, fork, 4, "right")
     octopus = git(fork.path, "commit-tree", "carry/demo^{tree}", "-p", "carry/demo", "-p",
                   "left", "-p", "main", "-m", "octopus")

@@ -287,7 +287,7 @@ def _record(loaded: Series, forge_repo: str, by: forgemod.PullInfo,
 def _update(series: Series, forge_repo: str, by: forgemod.PullInfo,
             closed: list[Looked]) -> list[str]:
     changes = []
-    for look in closed:
+    for look in sorted(closed, key=lambda x: x.number):  # whichever run closed which
         pr = f"{forge_repo}#{look.number}"
         prov = _provenance(series, forge_repo, look.number)
         if prov is None:

@@ -2,8 +2,9 @@
 manifests, states, URLs, HTTP answers), each through the real CLI in its own process.
 
 Each must end in one line on stderr (`carry: error: ...`), exit 2, no traceback and no
-internal error, with the series folder and the repository's refs byte-for-byte unchanged.
-Run with -s to see the counts: inputs tried, clean errors.
+internal error, with the series folder, the repository's and its remote's refs byte-for-byte
+unchanged and no request that writes to GitHub. Run with -s to see the counts: inputs tried,
+clean errors.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
     http: tuple[int, bytes] | None = None  # what the GitHub double answers every request with
     needle: str = ""
+    faults: tuple[tuple[str, int, bytes], ...] = ()  # (path regex, status, raw answer)
+    read_only: bool = False  # the series folder mounted read-only (root ignores file modes)
 
 
 @dataclass
@@ -354,6 +357,55 @@ def _cases() -> list[Case]:
     cases.append(Case("validation missing", PR + ["--dry-run", "--validation",
                                                    "/nonexistent/r.json"]))
     cases.append(Case("validation dir", PR + ["--dry-run", "--validation", "/tmp"]))
+    return cases + _forge_cases()
+
+
+# -- who carry may act on (the double's lab/walk* repositories, seeded in `world`) ------------
+
+MARK = "<!-- carry:series=demo -->"
+PR_ON = ["pr", "demo", "--repo", "{repo}", "--branch", "carried", "--base", "main", "--remote",
+         "{origin}", "--forge-repo"]
+SUPERSEDE_IN = ["supersede", "demo", "--forge-repo", "lab/walk3", "--by"]
+USER_ANSWERS = [("html", 200, b"<html>a proxy</html>"), ("list", 200, b"[1]"),
+                ("empty", 200, b"{}"), ("login int", 200, b'{"login": 5}'),
+                ("500", 500, b'{"message": "Server Error"}'), ("404", 404, b'{"message": "x"}')]
+INTEGRATION = (r"^/user$", 403, b'{"message": "Resource not accessible by integration"}')
+VIEWER_ANSWERS = [("viewer null", 200, b'{"data": {"viewer": null}}'),
+                  ("graphql errors", 200, b'{"errors": [{"message": "no"}]}'),
+                  ("graphql html", 200, b"<html/>"),
+                  ("graphql 401", 401, b'{"message": "Bad credentials"}')]
+
+
+def _seed(gh: github_server.RunningServer) -> None:
+    """lab/walk: mallory's PR from the fork's `carried` branch, with carry's marker.
+    lab/walk2: carry's own PR for demo. lab/walk3: carry's #30, alice's #31 that it would
+    close, and mallory's #32 with the marker."""
+    add = gh.state.add_pull
+    add("lab/walk", 1, title="steer", body=MARK, head="carried", head_sha="1" * 40,
+        base="main", user="mallory", draft=False)
+    add("lab/walk2", 1, title="carry's", body=MARK, head="other", head_sha="2" * 40,
+        base="main", user="carry-bot", draft=False)
+    for n, user in ((30, "carry-bot"), (31, "alice"), (32, "mallory")):
+        add("lab/walk3", n, title=f"#{n}", body=MARK, head=f"h{n}", head_sha="3" * 40,
+            base="main", user=user, draft=False)
+
+
+def _forge_cases() -> list[Case]:
+    cases = [Case("forge foreign PR on the branch", PR_ON + ["lab/walk"],
+                  needle="is the head of open PR #1 by mallory"),
+             Case("forge foreign --by", SUPERSEDE_IN + ["32"],
+                  needle="#32 is not carry's PR for series demo"),
+             Case("forge read-only series", SUPERSEDE_IN + ["30", "--apply"],
+                  _append_manifest('\n[[provenance]]\npr = "lab/walk3#31"\nrole = '
+                                   '"superseded"\npatches = [1]\n'), read_only=True,
+                  needle="cannot write series demo")]
+    answers = [(label, ((r"^/user$", status, raw),)) for label, status, raw in USER_ANSWERS]
+    answers += [(label, (INTEGRATION, (r"^/api/graphql$", status, raw)))
+                for label, status, raw in VIEWER_ANSWERS]
+    for label, faults in answers:
+        cases.append(Case(f"forge user {label} pr", PR_ON + ["lab/walk2"], faults=faults))
+        cases.append(Case(f"forge user {label} supersede", SUPERSEDE_IN + ["30"],
+                          faults=faults))
     return cases
 
 
@@ -390,6 +442,8 @@ def _snapshot(root: Path, repo: Path) -> dict[str, bytes]:
     refs = git(repo, "for-each-ref", "--format=%(refname) %(objectname)").splitlines()
     out["refs"] = "\n".join(r for r in refs if not r.startswith("refs/carry/cache/")).encode()
     out["HEAD"] = git(repo, "symbolic-ref", "-q", "HEAD", check=False).encode()
+    remote = repo.parent / "origin.git"
+    out["remote refs"] = git(remote, "for-each-ref").encode() if remote.exists() else b""
     return out
 
 
@@ -420,6 +474,7 @@ def world(upstream: CommitBuilder, tmp_path: Path) -> Iterator[World]:
     afile.write_text("not a folder\n")
     gh = github_server.start(FORGE_TOKEN)
     gh.state.repo("lab/fork")
+    _seed(gh)
     yield World(upstream, pristine, tmp_path, gh, sha256, plain, afile)
     gh.stop()
 
@@ -443,12 +498,17 @@ def _run(w: World, i: int, case: Case) -> str | None:
     w.gh.state.faults.clear()
     if case.http:
         w.gh.state.fault(case.http[0], times=10_000, raw=case.http[1])
+    for path, status, raw in case.faults:
+        w.gh.state.fault(status, times=10_000, path=path, raw=raw)
+    writes = len(w.gh.state.writes())
     env = dict(os.environ, GH_TOKEN="", GITHUB_TOKEN=FORGE_TOKEN, GITHUB_API_URL=w.gh.url,
                PIP_INDEX_URL="http://127.0.0.1:9/simple")
     env.update(case.env)
     before = _snapshot(root, w.up.path)
-    proc = subprocess.run([sys.executable, "-m", "carry", *args], env=env, capture_output=True,
-                          text=True, cwd=root.parent, stdin=subprocess.DEVNULL)
+    prefix = _read_only(root) if case.read_only else []
+    proc = subprocess.run([*prefix, sys.executable, "-m", "carry", *args], env=env,
+                          capture_output=True, text=True, cwd=root.parent,
+                          stdin=subprocess.DEVNULL)
     lines = proc.stderr.splitlines()
     why = None
     if proc.returncode != 2:
@@ -461,13 +521,29 @@ def _run(w: World, i: int, case: Case) -> str | None:
         why = f"no {case.needle!r}"
     elif _snapshot(root, w.up.path) != before:
         why = "series or refs changed"
+    elif len(w.gh.state.writes()) != writes:
+        why = f"wrote to GitHub: {w.gh.state.writes()[writes:]}"
     shutil.rmtree(root.parent, ignore_errors=True)
     if why:
         return f"{case.label}: {why}: {args[:6]} -> {proc.stderr.strip()[:300]!r}"
     return None
 
 
+def _read_only(root: Path) -> list[str]:
+    """A prefix that runs the command with `root` mounted read-only, in a mount namespace of
+    its own: nothing to undo, whatever happens to the command."""
+    return ["unshare", "-m", "sh", "-c", 'mount --bind "$0" "$0" && '
+            'mount -o remount,bind,ro "$0" "$0" && exec "$@"', str(root)]
+
+
+def _can_mount() -> bool:
+    return shutil.which("unshare") is not None and subprocess.run(
+        ["unshare", "-m", "true"], capture_output=True).returncode == 0
+
+
 def _walk(world: World, cases: list[Case]) -> None:
+    if not _can_mount():
+        cases = [c for c in cases if not c.read_only]
     failures = [f for i, c in enumerate(cases) if (f := _run(world, i, c)) is not None]
     print(f"\nbad-input walk: {len(cases)} inputs tried, {len(cases) - len(failures)} clean "
           f"errors")
@@ -484,3 +560,9 @@ def test_bad_input_walk(world: World) -> None:
 def test_bad_input_walk_sample(world: World) -> None:
     """The default tier: every fourth input of the walk, which covers each family."""
     _walk(world, _cases()[::4])
+
+
+def test_bad_input_walk_of_who_carry_may_act_on(world: World) -> None:
+    """Every input of that family, in the default tier: a PR, an issue or an account that
+    is not carry's, and answers about the token's account that are not GitHub's."""
+    _walk(world, _forge_cases())

@@ -2,7 +2,9 @@
 target and onto several, `rebase --refresh`, and `rebase --continue`. After each kill (and
 `--abort`, for a rebase that left a state) the refs and the series bytes are the old ones or
 the new ones, never a mix: one target moved and not the other, or a branch moved and the
-series still at its old version.
+series still at its old version. `supersede --apply` writes to GitHub before the series: after
+a kill, the next run must leave the new state whole (every PR closed once, with one comment,
+and recorded), whatever the kill interrupted.
 
 The default tier kills each command a few times; the slow tier 50 times each.
 """
@@ -19,7 +21,18 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, kill_after, run_carry, util
+from tests import github_server
+from tests.conftest import (
+    FORK,
+    LOGPROBZ,
+    TOBY,
+    CommitBuilder,
+    git,
+    kill_after,
+    run_carry,
+    util,
+)
+from tests.test_forge import _env, _import_and_apply
 
 MakeSeries = Callable[..., Any]
 _SKIP = (".lock", ".versions")  # lock files and kept old versions are not the series' content
@@ -180,3 +193,62 @@ def test_fifty_kills_of_every_command(project: dict[str, Any]) -> None:
     total = {k: v["killed"] for k, v in seen.items()}
     print(f"kills that hit a running command, of 50 each: {total}")
     assert all(v["killed"] >= 10 for v in seen.values()), seen
+
+
+# -- supersede: GitHub first, then the series ------------------------------------------------
+
+CLOSABLE = range(1, 6)
+
+
+@pytest.fixture
+def forge_project(gh: github_server.RunningServer, fork: CommitBuilder, series_root: Path,
+                  monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """carry's #9 carries the series; alice's #1..#5 each carry some of its commits."""
+    env = _env(gh, series_root)
+    _import_and_apply(fork, env)
+    for key, value in env.items():  # kill_after's runs read os.environ
+        monkeypatch.setenv(key, value)
+    for n, rev, user in [(9, "carry/demo", "carry-bot"),
+                         *((n, f"carry/demo~{n % 3}", "alice") for n in CLOSABLE)]:
+        sha = git(fork.path, "rev-parse", rev)
+        git(fork.path, "push", "-q", "origin", f"{sha}:refs/pull/{n}/head")
+        gh.state.add_pull(FORK, n, title=f"pr {n}", body="<!-- carry:series=demo -->",
+                          head=f"b{n}", head_sha=sha, base="main", user=user, draft=False)
+    return {"gh": gh, "fork": fork, "root": series_root,
+            "args": ("supersede", "demo", "--by", "9", "--forge-repo", FORK, "--repo",
+                     str(fork.path), "--apply")}
+
+
+def _supersede_campaign(ctx: dict[str, Any], kills: int) -> dict[str, int]:
+    gh: github_server.RunningServer = ctx["gh"]
+    root: Path = ctx["root"]
+    args: tuple[str, ...] = ctx["args"]
+    pulls = gh.state.repos[FORK].pulls
+    manifest = (root / "demo" / "series.toml").read_bytes()
+
+    def reset() -> None:
+        (root / "demo" / "series.toml").write_bytes(manifest)
+        for n in CLOSABLE:
+            pulls[n].state, pulls[n].labels = "open", []
+        gh.state.repos[FORK].comments.clear()
+
+    def next_run() -> None:
+        res = run_carry(*args)
+        assert res.code == 0, res.err
+        assert [pulls[n].state for n in CLOSABLE] == ["closed"] * len(CLOSABLE)
+        assert sorted(c.issue for c in gh.state.repos[FORK].comments) == list(CLOSABLE)
+
+    seen = Campaign(ctx["fork"].path, root, kills, seed=kills).run(args, reset, next_run)
+    assert seen["old"] == 0, f"a closed PR was never recorded: {seen}"
+    return seen
+
+
+def test_a_killed_supersede_is_finished_by_the_next_run(forge_project: dict[str, Any]) -> None:
+    _supersede_campaign(forge_project, kills=4)
+
+
+@pytest.mark.slow
+def test_thirty_kills_of_supersede(forge_project: dict[str, Any]) -> None:
+    seen = _supersede_campaign(forge_project, kills=30)
+    print(f"supersede kills that hit a running command, of 30: {seen['killed']}")
+    assert seen["killed"] >= 10, seen

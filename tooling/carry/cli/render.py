@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from carry.base import notes
 from carry.base.data import to_data
 
 
@@ -64,9 +65,7 @@ def human_date(raw: str) -> str:
     return when.strftime("%Y-%m-%d %H:%M ") + tz
 
 
-def warn(text: str) -> None:
-    """A note for the user that is not the result: stderr, so stdout stays parseable."""
-    sys.stderr.write(f"carry: note: {text}\n")
+warn = notes.warn
 
 
 # What rich dropped from a printed line before plain lines stopped going through it: bell,

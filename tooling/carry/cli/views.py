@@ -294,6 +294,10 @@ def show_supersede(r: Any) -> None:
         tied = f" [{'; '.join(x.matched)}]" if x.matched else ""
         done = f" -> {', '.join(x.actions)}" if x.actions else ""
         render.say(f"  #{x.number} {x.title} ({x.author}): {x.verdict}: {x.why}{tied}{done}")
+    for x in r.unrecorded:
+        render.say(f"  #{x.number} {x.title} ({x.author}): closed, with carry's comment for "
+                   f"#{r.by}, by an earlier run that never recorded it -> "
+                   f"{', '.join(x.actions)}")
     for line in r.provenance:
         render.say(f"  provenance: {line}")
 

@@ -86,11 +86,14 @@ class History(Trees):
             pos, k = end + 1 if end < len(out) else end, k + 1
         return patches
 
-    def diff_patch_ids(self, diffs: Sequence[bytes]) -> list[str | None]:
-        """The patch-id of each diff (None for one with no change), in one process."""
+    def diff_patch_ids(self, diffs: Sequence[bytes], verbatim: bool = False
+                       ) -> list[str | None]:
+        """The patch-id of each diff (None for one with no change), in one process;
+        `verbatim` keeps whitespace, as `change_ids` does."""
         stream = b"".join(b"commit %040d\n" % i + d for i, d in enumerate(diffs))
         ids: list[str | None] = [None] * len(diffs)
-        out = self._run("patch-id", "--stable", input=stream).stdout.decode()
+        mode = "--verbatim" if verbatim else "--stable"
+        out = self._run("patch-id", mode, input=stream).stdout.decode()
         for pid, _, tag in (line.partition(" ") for line in out.splitlines()):
             ids[int(tag)] = pid
         return ids
@@ -125,6 +128,26 @@ class History(Trees):
             pid_, _, commit = line.partition(" ")
             pairs.append((pid_, commit))
         return pairs
+
+    def change_ids(self, base: str, head: str) -> list[tuple[str, str]]:
+        """(id, commit) for every commit of base..head that changes something, merges
+        included, for telling whether one branch's changes are all in another.
+
+        Whitespace counts (`git patch-id --verbatim`): in Python a dedent changes what runs,
+        and `--stable` would call the two commits equal. A merge counts by what it adds to the
+        automatic merge of its parents (`--remerge-diff`): a clean merge adds nothing of its
+        own, while one that adds a file or resolves a conflict its own way is a change like
+        any other. git makes no remerge-diff of an octopus, so each one gets an id only it
+        has (its sha): it is contained in nothing but itself.
+        """
+        rng = f"{base}..{head}"
+        log = self._run(*STABLE_CONFIG, "log", "-p", "--remerge-diff", "--no-color",
+                        "--format=commit %H", "--full-index", "--binary", "--find-renames",
+                        "--no-ext-diff", "--no-textconv", "--end-of-options", rng, "--").stdout
+        out = self._run("patch-id", "--verbatim", input=log).stdout.decode()
+        pairs = [(pid, sha) for pid, _, sha in (ln.partition(" ") for ln in out.splitlines())]
+        octopus = self._out("rev-list", "--min-parents=3", "--end-of-options", rng).split()
+        return pairs + [(f"octopus:{sha}", sha) for sha in octopus]
 
     def cherry_marked(self, ours: str, theirs: str, exclude: Sequence[str] = (),
                       jobs: int = 1, min_split: int = 2000) -> set[str]:

@@ -1,5 +1,9 @@
 """`carry pr`: push a branch that carries one or more series and open (or update) one draft PR
-whose description is generated from the series and the last validation report."""
+whose description is generated from the series and the last validation report.
+
+The PR to update is carry's own (owned.py): one the token's account opened from the fork
+with carry's marker for exactly this set of series. Another's PR with the marker is left
+alone, and a branch that another PR proposes is never pushed to."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.publish import body as prbody
 from carry.publish import github as forgemod
+from carry.publish import owned
 from carry.series import patches as patchmod
 from carry.series.store import Series
 
@@ -132,12 +137,24 @@ def missing_patches(repo: Repo, series_list: list[Series], base: str, head: str)
                   if pid not in have)
 
 
+def marked(pulls: list[forgemod.PullInfo], names: list[str]) -> list[forgemod.PullInfo]:
+    """The PRs whose marker names exactly this set of series, whoever opened them."""
+    return [p for p in pulls if set(prbody.marked_series(p.body)) == set(names)]
+
+
 def find_open(forge: forgemod.Forge, forge_repo: str,
               names: list[str]) -> list[forgemod.PullInfo]:
-    """The open PRs whose marker names exactly this set of series, whatever their branch."""
-    want = set(names)
-    return [p for p in forge.open_pulls(forge_repo)
-            if set(prbody.marked_series(p.body)) == want]
+    """carry's open PRs for exactly this set of series, whatever their branch; a line for
+    each one that carries the marker but is someone else's."""
+    pulls = forge.repo(forge_repo).open_pulls()
+    mine, others = owned.split(forge, forge_repo, marked(pulls, names))
+    for p in others:
+        owned.ignore_pull(forge, forge_repo, p, _marker(names))
+    return mine
+
+
+def _marker(names: list[str]) -> str:
+    return f"carry's marker for {', '.join(names)}"
 
 
 def run(series_list: list[Series], repo: Repo, branch: str, remote: str, base: str,
@@ -174,23 +191,38 @@ def run(series_list: list[Series], repo: Repo, branch: str, remote: str, base: s
         result.action, result.number, result.url = "unchanged", existing.number, existing.url
         return result  # nothing to write: a loop run twice asks nothing of GitHub twice
     if existing:
-        pr = forge.edit_pull(forge_repo, existing.number, title=body.title, body=body.text)
+        pr = forge.repo(forge_repo).edit_pull(existing.number, title=body.title, body=body.text)
         result.action = "updated"
     else:
-        pr = forge.create_pull(forge_repo, body.title, body.text, branch, base, draft)
+        pr = forge.repo(forge_repo).create_pull(body.title, body.text, branch, base, draft)
         result.action = "opened"
     result.number, result.url = pr.number, pr.url
     return result
 
 
 def _open_pr(forge: forgemod.Forge, result: PrResult) -> forgemod.PullInfo | None:
-    existing = find_open(forge, result.repo, result.series)
-    if existing and existing[0].base != result.base:
-        raise CarryError(f"open PR #{existing[0].number} already carries "
-                         f"{', '.join(result.series)} against {existing[0].base}, not "
+    """carry's open PR for the series set, if any, checked before anything is pushed: its
+    base is this base, and no other open PR proposes the branch carry would push to."""
+    pulls = forge.repo(result.repo).open_pulls()
+    mine, others = owned.split(forge, result.repo, marked(pulls, result.series))
+    existing = mine[0] if mine else None
+    if existing and existing.base != result.base:
+        raise CarryError(f"open PR #{existing.number} already carries "
+                         f"{', '.join(result.series)} against {existing.base}, not "
                          f"{result.base}",
                          hint="close it or retarget it first: carry opens one PR per series set")
-    return existing[0] if existing else None
+    head = existing.head if existing else result.head
+    taken = next((p for p in pulls if p.head == head and owned.same(p.head_repo, result.repo)
+                  and p != existing), None)
+    if taken is not None:
+        raise CarryError(f"branch {head} of {result.repo} is the head of open PR "
+                         f"#{taken.number} by {taken.author}, which is not carry's PR for "
+                         f"{', '.join(result.series)}: carry pushes to no other PR's branch; "
+                         "nothing was pushed",
+                         hint=f"close #{taken.number}, or pass another --branch")
+    for p in others:
+        owned.ignore_pull(forge, result.repo, p, _marker(result.series))
+    return existing
 
 
 def _preview(access: forgemod.Access, result: PrResult) -> PrResult:

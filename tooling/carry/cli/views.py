@@ -166,6 +166,8 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
                            f"{', '.join(p.forecast)} (by {p.author})")
         if r.message:
             render.say(f"  {r.target}: {r.message}")
+        for line in _recorded(r):
+            render.say(f"  {r.target}: {line}")
         if r.updated:
             render.say(f"  {r.target}: {r.branch} -> {_short(r.head)}")
         elif r.status == "applied" and not r.dry_run and r.branch:
@@ -190,6 +192,29 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
     return None
 
 
+def _recorded(r: Any) -> list[str]:
+    """What `--continue` recorded: one line for the resolution, one per path it could not
+    keep."""
+    import shlex
+
+    rec = r.recorded
+    if not rec:
+        return []
+    out = []
+    keep = shlex.join(["carry", "rebase", r.series, "--onto", r.ref, "--refresh"])
+    if rec["files"]:
+        out.append(f"recorded the resolution of {rec['patch']} in the series as "
+                   f"v{rec['version']} ({', '.join(rec['files'])}): every replay that meets "
+                   f"this conflict again applies it; `{keep}` keeps the resolved patch itself")
+    elif rec["already"]:
+        out.append(f"the resolution of {rec['patch']} was recorded already "
+                   f"({', '.join(rec['already'])})")
+    for n in rec["not_recorded"]:
+        where = f" in {n['path']}" if n["path"] else ""
+        out.append(f"the resolution of {rec['patch']}{where} was not recorded: {n['why']}")
+    return out
+
+
 @_or_json
 def show_range_diff(r: Any) -> None:
     import sys
@@ -197,6 +222,8 @@ def show_range_diff(r: Any) -> None:
     if not r.output:
         render.say(f"{r.series}: {r.old.label} and {r.new.label} both have no patches")
     sys.stdout.write(r.output)
+    for line in r.resolutions:
+        render.say(f"resolutions: {line}")
 # -- end rebase and range-diff (F2)
 
 
@@ -338,6 +365,28 @@ def show_status(r: Any) -> None:
                        f"(tree {_short(v.head_tree)}, {which}): {v.summary}")
         elif r.repo:
             render.say("  no validation in this repository yet")
+        _show_resolutions(s, r.repo)
+
+
+def _show_resolutions(s: Any, repo: str) -> None:
+    """Each recorded resolution, whether a replay can still use it, and how to prune."""
+    if s.pruned:
+        render.say(f"  pruned {len(s.pruned)} recorded resolution(s) that no longer matched "
+                   f"(now v{s.pruned_version}): {', '.join(s.pruned)}")
+    for r in s.resolutions:
+        state = f": NO LONGER MATCHES: {r.unmatched}" if r.unmatched else ""
+        render.say(f"  resolution {r.file} ({r.patch}, {r.path}, recorded on v{r.version})"
+                   + state)
+    if s.resolutions_note:
+        render.say(f"  resolutions: {s.resolutions_note}")
+    stale = sum(1 for r in s.resolutions if r.unmatched)
+    if stale:
+        import shlex
+
+        cmd = shlex.join(["carry", "status", s.series, *(["--repo", repo] if repo else []),
+                          "--prune"])
+        render.say(f"  {stale} recorded resolution(s) no longer match; `{cmd}` removes them "
+                   "(a new version)")
 
 
 def show_releases(rows: list[Any], as_json: bool) -> None:

@@ -154,3 +154,41 @@ def test_refresh_keeps_the_resolutions_and_status_prunes_what_no_longer_matches(
     again = carry(stopped, "status", "demo", "--prune", "--json")
     assert again.code == 0 and seriesmod.find(root, "demo").manifest.version == 4
     assert run_carry("status", "--prune", "--series-dir", str(root)).code == 2
+
+
+def test_validate_ci_and_the_pr_body_apply_it_and_say_so(stopped: dict[str, Any],
+                                                         tmp_path: Path) -> None:
+    """`carry validate` and `carry ci` replay with the recorded resolution; the report, the
+    CI summary and the PR body name the patch and the version of the resolution."""
+    import sys
+
+    up: CommitBuilder = stopped["up"]
+    root: Path = stopped["root"]
+    resolve_once(stopped)
+    assert carry(stopped, "rebase", "demo", "--onto", "rel").code == 0
+    val = carry(stopped, "validate", "demo", "--onto", "rel", "--engine", "local",
+                "--python", sys.executable, "--allow-no-tests", "--json")
+    assert val.code == 0, val.out + val.err
+    report = json.loads(val.out)
+    assert report["resolved"] == [
+        "0002-Two-h10.patch: conflict resolved by the resolution recorded on v2"]
+    assert report["head_tree"] == git(up.path, "rev-parse", "carry/demo/rel^{tree}")
+    text = carry(stopped, "validate", "demo", "--onto", "rel", "--engine", "local",
+                 "--python", sys.executable, "--allow-no-tests")
+    assert text.code == 0 and "0002-Two-h10.patch: conflict resolved by the resolution " \
+        "recorded on v2" in text.out and "[cached]" in text.out
+    # the branch holds 0002 as resolved, not as the series has it: --force (or --refresh)
+    pr = carry(stopped, "pr", "demo", "--branch", "carry/demo/rel", "--forge-repo", "lab/fork",
+               "--base", "main", "--dry-run", "--force", "--json")
+    assert pr.code == 0, pr.out + pr.err
+    assert ("`0002-Two-h10.patch` Two: h10 (logprobz); on `rel`: conflict resolved by the "
+            "resolution recorded on v2") in json.loads(pr.out)["body"]
+    out = tmp_path / "out"
+    ci = run_carry("ci", "--repo", str(up.path), "--engine", "local", "--python",
+                   sys.executable, "--onto", "rel", "--out", str(out), "--json",
+                   env={"CARRY_SERIES_DIR": str(root)})
+    assert ci.code in (0, 1), ci.err
+    [row] = json.loads(ci.out)["rows"]
+    assert row["rebase"] == "applied" and row["resolved"] == report["resolved"]
+    assert "applied<br>0002-Two-h10.patch: conflict resolved by the resolution recorded on " \
+        "v2" in (out / "summary.md").read_text()

@@ -234,6 +234,8 @@ def show_validate(r: Report, as_json: bool) -> None:
     render.say(f"{r.series} v{r.version}: validate on {r.onto_ref} ({_short(r.onto)}), "
                f"result {_short(r.head)} (tree {_short(r.head_tree)}), {where}"
                + (" [cached]" if r.cached else ""))
+    for line in r.resolved:
+        render.say(f"  {line}")
     for s in r.steps:
         mark = "ok" if s.ok else s.status.upper()
         why = f": {s.note}" if s.note and not s.ok else ""
@@ -311,6 +313,9 @@ def show_job(r: Any) -> None:
             for x in r.rows]
     render.table(f"carry ci: {r.status}", ["series", "target", "rebase", "drops", "head",
                                            "validation"], rows)
+    for x in r.rows:
+        for line in x.resolved:
+            render.say(f"  {x.series} {x.target}: {line}")
     render.say(f"summary: {r.out}/summary.md")
     for a in r.loop:
         number = f" #{a.number}" if a.number else ""

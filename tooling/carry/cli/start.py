@@ -53,7 +53,7 @@ def status(
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """Stopped rebases, branches, the last validation and the recorded resolutions.
+    """Stopped rebases, branches, validation and resolutions.
 
     Stopped rebases with their worktree and next command, the last result per target (the
     carry/NAME/... branches) and the last validation, and whether it is for the current

@@ -233,7 +233,6 @@ def _early_key(series: Series, repo: Repo, onto: str, baseline: bool,
     the plan and engine. A hit answers without building the series: cost follows the series'
     size, not the repository's."""
     from carry.replay.chain import chain_key, series_base
-
     from carry.series.store import read_resolutions
 
     m = series.manifest

@@ -75,6 +75,11 @@ def test_resolve_once_then_another_target_a_rerun_and_the_next_release(
     assert rfile.name.startswith("0002-") and rfile.suffix == ".txt"
     text = rfile.read_text()
     assert 'path "src/util.py"' in text and " " + "    return 1001\n" in text
+    # outside a checkout the version is kept in .versions/v2, resolution included
+    assert (s.root / ".versions/v2/resolutions" / rfile.name).read_text() == text
+    assert not (s.root / ".versions/v1/resolutions").exists()
+    rd = carry(stopped, "range-diff", "demo", "v1", "v2")
+    assert rd.code == 0 and f"resolutions: + {rfile.name}" in rd.out, rd.out + rd.err
     # the same conflict on another target at the same upstream commit: no stop
     other = carry(stopped, "rebase", "demo", "--onto", "rel")
     assert other.code == 0, other.out + other.err
@@ -197,6 +202,16 @@ def test_validate_ci_and_the_pr_body_apply_it_and_say_so(stopped: dict[str, Any]
     assert row["rebase"] == "applied" and row["resolved"] == report["resolved"]
     assert "applied<br>0002-Two-h10.patch: conflict resolved by the resolution recorded on " \
         "v2" in (out / "summary.md").read_text()
+    # an edited resolution is another build: the validation cache does not answer for it
+    [rfile] = (root / "demo/resolutions").iterdir()
+    rfile.write_text(rfile.read_text().replace("return 1001", "return 1002"))
+    edited = carry(stopped, "validate", "demo", "--onto", "rel", "--engine", "local",
+                   "--python", sys.executable, "--allow-no-tests", "--json")
+    assert edited.code == 0, edited.err
+    again = json.loads(edited.out)
+    assert not again["cached"] and again["head_tree"] != report["head_tree"]
+    assert git(up.path, "show", f"{again['head']}:src/util.py") == util(
+        h1=11, h10=1002).strip()
 
 
 def test_markers_left_are_refused_and_nothing_is_recorded(stopped: dict[str, Any]) -> None:
@@ -344,6 +359,13 @@ def test_a_hostile_resolution_file_is_one_clean_line(stopped: dict[str, Any], ki
     assert words in status.out
 
 
+def test_a_hunk_is_known_by_its_sides_in_any_order_and_its_base() -> None:
+    ours, base, theirs = (b"    return 101\n",), (b"    return 10\n",), (b"    return 100\n",)
+    assert Hunk(ours, base, theirs).key() == Hunk(theirs, base, ours).key()
+    assert Hunk(ours, base, theirs).key() != Hunk(ours, (b"    return 9\n",), theirs).key()
+    assert Hunk(ours, base, theirs).key() != Hunk(ours, base, (b"    return 100",)).key()
+
+
 # -- properties ---------------------------------------------------------------------------------
 
 WHOLE = st.sampled_from([b"a\n", b"b\n", b"\n", b"x = 1\n", b"    return 1\n"])
@@ -434,3 +456,19 @@ def test_a_recorded_resolution_applied_to_its_own_conflict_gives_the_resolved_fi
         assert rerere.apply(repo, back, 3, patch, onto) is None  # another patch's: not used
     finally:
         repo.close()
+
+
+def test_two_targets_stopped_at_once_need_one_resolution(stopped: dict[str, Any]) -> None:
+    """main and rel stop together; once main's resolution is recorded, --continue on rel,
+    its worktree untouched, applies the recorded one instead of refusing the markers."""
+    up: CommitBuilder = stopped["up"]
+    assert carry(stopped, "rebase", "demo", "--onto", "main", "--onto", "rel").code == 1
+    (worktree(stopped, "main") / "src/util.py").write_text(util(h1=11, h10=1001))
+    assert carry(stopped, "rebase", "--continue", "--target", "main").code == 0
+    res = carry(stopped, "rebase", "--continue", "--target", "rel", "--json")
+    assert res.code == 0, res.err
+    [d] = json.loads(res.out)
+    assert d["patches"][1]["reason"] == "conflict resolved by the resolution recorded on v2"
+    assert d["recorded"] == {}  # nothing new to record
+    assert git(up.path, "show", "carry/demo/rel:src/util.py") == util(h1=11, h10=1001).strip()
+    assert seriesmod.find(stopped["root"], "demo").manifest.version == 2

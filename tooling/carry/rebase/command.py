@@ -36,7 +36,7 @@ from carry.replay.engine import (
     replay_target,
     run_steps,
 )
-from carry.replay.resolution import record, take_resolution
+from carry.replay.resolution import record, take_recorded, take_resolution
 from carry.replay.reuse import keep_existing
 from carry.replay.targets import ResolvedTarget
 from carry.series.store import Series
@@ -297,10 +297,17 @@ def resume(series: Series, repo: Repo, action: str,
         if action == "skip":
             step.status, step.reason = "skipped", "left out with --skip"
         else:
-            resolved = take_resolution(repo, wt, step, head, state["paths"], committer)
-            result.recorded = record(series, repo, step, head, resolved, f"{t.name} {t.sha[:12]}")
-            if state["refresh"] and result.recorded["version"]:  # the refresh starts from it
-                state["refresh"] = series.manifest.version
+            try:
+                resolved = take_resolution(repo, wt, step, head, state["paths"], committer)
+            except CarryError:  # markers left: resolved since on another target, recorded?
+                resolved = take_recorded(series, repo, step, head, committer) or ""
+                if not resolved:
+                    raise
+            else:
+                result.recorded = record(series, repo, step, head, resolved,
+                                         f"{t.name} {t.sha[:12]}")
+                if state["refresh"] and result.recorded["version"]:  # the refresh starts there
+                    state["refresh"] = series.manifest.version
             head = resolved
         for later in steps[pos + 1:]:
             if later.status == "would-conflict":  # a forecast: replayed for real now

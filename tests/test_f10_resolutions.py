@@ -472,3 +472,28 @@ def test_two_targets_stopped_at_once_need_one_resolution(stopped: dict[str, Any]
     assert d["recorded"] == {}  # nothing new to record
     assert git(up.path, "show", "carry/demo/rel:src/util.py") == util(h1=11, h10=1001).strip()
     assert seriesmod.find(stopped["root"], "demo").manifest.version == 2
+
+
+def test_recording_the_same_resolution_again_writes_nothing(stopped: dict[str, Any]) -> None:
+    """A --continue run again after a kill that came after the recording: no new version."""
+    from carry.git import Repo
+    from carry.replay.engine import PatchResult
+    from carry.replay.resolution import record
+
+    up: CommitBuilder = stopped["up"]
+    assert carry(stopped, "rebase", "demo", "--onto", "main").code == 1
+    state = json.loads((up.path / ".git/carry/rebase/demo/main.json").read_text())
+    (worktree(stopped) / "src/util.py").write_text(util(h1=11, h10=1001))
+    res = carry(stopped, "rebase", "--continue", "--json")
+    assert res.code == 0, res.err
+    resolved = json.loads(res.out)[0]["patches"][1]["commit"]
+    series = seriesmod.find(stopped["root"], "demo")
+    repo = Repo.open(up.path)
+    try:
+        again = record(series, repo, PatchResult(**state["patches"][1]), state["head"],
+                       resolved, "main")
+    finally:
+        repo.close()
+    assert again["version"] == 0 and again["files"] == []
+    assert len(again["already"]) == 1 and again["already"][0].endswith("(v2)")
+    assert seriesmod.find(stopped["root"], "demo").manifest.version == 2

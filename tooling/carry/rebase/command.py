@@ -306,8 +306,6 @@ def resume(series: Series, repo: Repo, action: str,
             else:
                 result.recorded = record(series, repo, step, head, resolved,
                                          f"{t.name} {t.sha[:12]}")
-                if state["refresh"] and result.recorded["version"]:  # the refresh starts there
-                    state["refresh"] = series.manifest.version
             head = resolved
         for later in steps[pos + 1:]:
             if later.status == "would-conflict":  # a forecast: replayed for real now

@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "validate": {"base", "git", "series", "replay"},
     "publish": {"base", "git", "series", "validate"},
     "job": {"base", "git", "series", "replay", "rebase", "validate", "publish"},
-    "status": {"base", "git", "series", "rebase", "validate"},
+    "status": {"base", "git", "series", "replay", "rebase", "validate"},
     "cli": {"base", "git", "series", "replay", "intake", "rebase", "validate", "publish",
             "job", "status"},
     "__main__": {"cli"},

@@ -112,7 +112,7 @@ def ci_job(
     """
     if ctx.invoked_subcommand:
         return
-    from carry.cli import views
+    from carry.cli import reports
     from carry.git import Repo
     from carry.job import cells as jobmod
 
@@ -120,7 +120,7 @@ def ci_job(
         raise CarryError("carry ci needs --repo PATH", hint="carry ci --help")
     result = jobmod.run(_root(series_dir), names or [], Repo.open(repo), target or [],
                         onto or [], job, loop)
-    views.show_job(result, json)
+    reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
 
 
@@ -169,13 +169,13 @@ def ci_run(
     Example: carry ci run mamba-sparse-retention upstream-release --ref v0.34.0 --repo ../vllm
     --open-pr --track-issues
     """
-    from carry.cli import views
+    from carry.cli import reports
     from carry.git import Repo
     from carry.job import cells as jobmod
 
     result = jobmod.run_cell(_root(series_dir), name, target_name, ref, Repo.open(repo), job,
                              ledger, force, loop)
-    views.show_job(result, json)
+    reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
 
 
@@ -196,12 +196,12 @@ def ci_loop(
 
     Example: carry ci loop cells/*/carry-out/summary.json --repo ../vllm --open-pr --track-issues
     """
-    from carry.cli import views
+    from carry.cli import reports
     from carry.git import Repo
     from carry.job import cells as job
 
     result = job.loop_from(_root(series_dir), Repo.open(repo), summaries, out, loop)
-    views.show_job(result, json)
+    reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
 
 

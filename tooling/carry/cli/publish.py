@@ -68,7 +68,7 @@ def pr(
     Example: carry pr my-fix --repo ../vllm --branch carry/my-fix/upstream-main
     --forge-repo me/vllm --base main --dry-run
     """
-    from carry.cli import views
+    from carry.cli import reports
     from carry.git import Repo
     from carry.publish import pr as prmod
     from carry.series import store as series
@@ -77,7 +77,7 @@ def pr(
     result = prmod.run([series.find(root, n) for n in names], Repo.open(repo), branch, remote,
                        base, forge_repo, validation, draft, dry_run,
                        access, title, force, allow_failed)
-    views.show_pr(result, json)
+    reports.show_pr(result, json)
 
 
 @app.command()
@@ -110,7 +110,7 @@ def supersede(
 
     Example: carry supersede my-fix --by 669 --forge-repo me/vllm --repo ../vllm --when-merged
     """
-    from carry.cli import views
+    from carry.cli import reports
     from carry.git import Repo
     from carry.publish import supersede as supmod
     from carry.series import store as series
@@ -118,4 +118,4 @@ def supersede(
     result = supmod.run(series.find(_root(series_dir), name), forge_repo, by,
                         Repo.open(repo) if repo else None, remote, base,
                         supmod.Options(apply, when_merged, label, include_origin), access)
-    views.show_supersede(result, json)
+    reports.show_supersede(result, json)

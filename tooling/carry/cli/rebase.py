@@ -51,7 +51,7 @@ def rebase(
 
     Example: carry rebase my-fix --repo ../vllm --target upstream-main --dry-run
     """
-    from carry.cli import views
+    from carry.cli import reports
     from carry.git import Repo
     from carry.rebase import command as rebasemod
     from carry.rebase import resume
@@ -64,7 +64,7 @@ def rebase(
     with locks.for_rebase(root, name, git_repo, dry_run):
         outcome = rebasemod.command(series.find(root, name), git_repo, opts,
                                     continue_=continue_, skip=skip, abort_=abort)
-    views.show_rebase(outcome, json, git_repo, str(root))
+    reports.show_rebase(outcome, json, git_repo, str(root))
     raise typer.Exit(rebasemod.exit_code(outcome))
 
 
@@ -84,11 +84,11 @@ def range_diff(
 
     Example: carry range-diff my-fix v1 v2 --repo ../vllm
     """
-    from carry.cli import views
+    from carry.cli import reports
     from carry.git import Repo
     from carry.rebase import rangediff
     from carry.series import store as series
 
     result = rangediff.run(series.find(_root(series_dir), name), Repo.open(repo), old, new,
                            against, color=not json and sys.stdout.isatty())
-    views.show_range_diff(result, json)
+    reports.show_range_diff(result, json)

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from carry.base.errors import CarryError
 from carry.cli.app import Json, Name, SeriesDir, _root, app
 
 
@@ -46,21 +47,31 @@ def status(
         help="One series (default: every series).")] = None,
     repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="The repository carry rebased and validated in.")] = None,
+    prune: Annotated[bool, typer.Option(
+        "--prune", help="Remove the recorded resolutions that no longer match (NAME only; "
+        "writes the next version).")] = False,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """Stopped rebases, branches and the last validation.
+    """Stopped rebases, branches, validation and resolutions.
 
     Stopped rebases with their worktree and next command, the last result per target (the
     carry/NAME/... branches) and the last validation, and whether it is for the current
-    tree.
+    tree; each recorded resolution, and whether a replay can still use it (with --repo,
+    checked against its patch). --prune removes those that no longer match.
 
-    Example: carry status my-fix --repo ../vllm
+    Example: carry status my-fix --repo ../vllm --prune
     """
+    from contextlib import nullcontext
+
     from carry import status as statusmod
     from carry.cli import views
+    from carry.series import locks
     from carry.series import store as series
 
     root = _root(series_dir)
-    chosen = [series.find(root, name)] if name else series.list_series(root)
-    views.show_status(statusmod.run(chosen, repo), json)
+    if prune and not name:
+        raise CarryError("--prune writes one series' next version; give its NAME")
+    with locks.series_lock(root, name) if prune and name else nullcontext():
+        chosen = [series.find(root, name)] if name else series.list_series(root)
+        views.show_status(statusmod.run(chosen, repo, prune), json)

@@ -45,7 +45,7 @@ def validate(
 
     Example: carry validate my-fix --repo ../vllm --onto upstream/main --engine local --baseline
     """
-    from carry.cli import render, views
+    from carry.cli import render, reports
     from carry.git import Repo
     from carry.series import store as series
     from carry.validate import run as validate_run
@@ -54,5 +54,5 @@ def validate(
                               engine, python, baseline, not no_cache,
                               progress=None if json else render.progress("validating"),
                               allow_no_tests=allow_no_tests)
-    views.show_validate(report, json)
+    reports.show_validate(report, json)
     raise typer.Exit(report.exit_code)

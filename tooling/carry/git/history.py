@@ -212,6 +212,26 @@ class History(Trees):
                                   commit.author, commit.author)
         return self.merge_tree(graft, commit.sha)
 
+    def conflicted_merge(self, commit: RawCommit, onto_tree: str
+                         ) -> tuple[str, dict[bytes, dict[int, Entry]]]:
+        """`replay_tree` again, for a patch that conflicts: the tree with its conflicts in
+        diff3 style (the base between the sides, whatever the user's merge.conflictStyle),
+        and each conflicted path's stages (1 base, 2 ours, 3 theirs). A recorded resolution
+        is keyed on exactly this, so recording and replaying see the same hunks."""
+        graft = self.write_commit(onto_tree, commit.parents[:1], b"carry graft\n",
+                                  commit.author, commit.author)
+        out = self._run("-c", "merge.conflictStyle=diff3", "merge-tree", "--write-tree", "-z",
+                        "--no-messages", graft, commit.sha, ok_codes=(0, 1)).stdout
+        tree, *records = out.split(b"\0")
+        stages: dict[bytes, dict[int, Entry]] = {}
+        for rec in records:
+            if not rec:
+                break  # an empty record ends the conflicted files' list
+            info, _, path = rec.partition(b"\t")
+            mode, sha, stage = info.split(b" ")
+            stages.setdefault(path, {})[int(stage)] = (mode, sha.decode())
+        return tree.decode(), stages
+
     def commit_changes(self, commits: Sequence[str]
                        ) -> dict[str, dict[bytes, tuple[Entry | None, Entry | None]]]:
         """Each commit's changed entries against its first parent, (old, new) with None for

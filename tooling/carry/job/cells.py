@@ -51,6 +51,7 @@ class Row:
     ref: str = ""  # the tag or branch `onto` resolved from
     stop: Conflict | None = None  # the patch, author and paths of a conflict
     would_conflict: list[str] = field(default_factory=list)  # later patches, with their paths
+    resolved: list[str] = field(default_factory=list)  # "FILE: why", by recorded resolutions
 
 
 @dataclass
@@ -110,7 +111,8 @@ def _rows(root: Path, names: list[str], repo: Repo, targets: list[str], onto: li
             row = Row(s.name, r.target, r.onto, r.status, r.head,
                       applied=sum(p.status == "applied" for p in r.patches),
                       dropped=[f"{p.file}: {p.reason}" for p in r.patches
-                               if p.status == "dropped"], ref=r.ref, stop=r.conflict)
+                               if p.status == "dropped"], ref=r.ref, stop=r.conflict,
+                      resolved=[f"{p.file}: {p.reason}" for p in r.patches if p.resolutions])
             if r.conflict is not None:
                 row.conflict = f"{r.conflict.file} ({', '.join(r.conflict.paths)})"
                 row.would_conflict = [f"{p.file} ({', '.join(p.forecast)})" for p in r.patches
@@ -149,6 +151,7 @@ def markdown(result: JobResult) -> str:
     for r in result.rows:
         rebase_cell = r.rebase if not r.conflict else f"conflict in {r.conflict}" + "".join(
             f"<br>would-conflict: {w}" for w in r.would_conflict)
+        rebase_cell += "".join(f"<br>{x}" for x in r.resolved)
         drops = "<br>".join(r.dropped) or "-"
         lines.append(f"| {r.series} | {r.target} | {rebase_cell} | {drops} | "
                      f"{r.validate}: {r.summary} |")

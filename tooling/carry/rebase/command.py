@@ -25,6 +25,7 @@ from carry.base import scratch
 from carry.base.errors import CarryError
 from carry.git import GitError, Ident, RefUpdate, Repo
 from carry.rebase import state as st
+from carry.replay import rerere
 from carry.replay import targets as targetmod
 from carry.replay.chain import Carried, load_chain
 from carry.replay.engine import (
@@ -35,7 +36,7 @@ from carry.replay.engine import (
     replay_target,
     run_steps,
 )
-from carry.replay.resolution import take_resolution
+from carry.replay.resolution import record, take_recorded, take_resolution
 from carry.replay.reuse import keep_existing
 from carry.replay.targets import ResolvedTarget
 from carry.series.store import Series
@@ -73,6 +74,7 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
     if opts.fetch:
         targetmod.fetch(series, repo)
     tlist = targetmod.resolve(series, repo, opts.onto, opts.targets)
+    rerere.load(series.root)  # a damaged resolution is bad input, before any replay
     if opts.refresh and len(tlist) != 1:
         raise CarryError(f"--refresh writes one new version, but {len(tlist)} targets were "
                          "given", hint="pick one with --onto or --target")
@@ -295,7 +297,16 @@ def resume(series: Series, repo: Repo, action: str,
         if action == "skip":
             step.status, step.reason = "skipped", "left out with --skip"
         else:
-            head = take_resolution(repo, wt, step, head, state["paths"], committer)
+            try:
+                resolved = take_resolution(repo, wt, step, head, state["paths"], committer)
+            except CarryError:  # markers left: resolved since on another target, recorded?
+                resolved = take_recorded(series, repo, step, head, committer) or ""
+                if not resolved:
+                    raise
+            else:
+                result.recorded = record(series, repo, step, head, resolved,
+                                         f"{t.name} {t.sha[:12]}")
+            head = resolved
         for later in steps[pos + 1:]:
             if later.status == "would-conflict":  # a forecast: replayed for real now
                 later.status, later.forecast = "pending", []
@@ -303,9 +314,10 @@ def resume(series: Series, repo: Repo, action: str,
         st.write(path, state)
         _remove_worktree(repo, wt)
     if state["phase"] == "replaying":
-        head, stop, paths = run_steps(repo, steps, head, committer)
+        recorded = rerere.load(series.root)
+        head, stop, paths = run_steps(repo, steps, head, committer, recorded=recorded)
         if stop is not None:
-            forecast(repo, steps, stop, head, committer)
+            forecast(repo, steps, stop, head, committer, recorded)
             _stop(series, repo, result, t, branch, bool(state["refresh"]),
                   Replayed(result, stop, paths, head))
             return [result]
@@ -358,6 +370,9 @@ def changelog_line(result: TargetResult) -> str:
     resolved = [p.file[:4] for p in result.patches if p.reason == "conflict resolved"]
     if resolved:
         parts.append("conflicts resolved in " + ", ".join(resolved))
+    recorded = [p.file[:4] for p in result.patches if p.resolutions]
+    if recorded:
+        parts.append("recorded resolutions applied in " + ", ".join(recorded))
     skipped = [p.file[:4] for p in result.patches if p.status == "skipped"]
     if skipped:
         parts.append("skipped " + ", ".join(skipped))

@@ -10,7 +10,7 @@ accepts where `A..A B..C` fails with "need two commit ranges".
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from carry.base.errors import CarryError
 from carry.git import Repo
@@ -34,6 +34,7 @@ class RangeDiff:
     old: Side
     new: Side
     output: str
+    resolutions: list[str] = field(default_factory=list)  # "+ NAME", "- NAME", "~ NAME"
 
 
 def run(series: Series, repo: Repo, old: str, new: str | None = None,
@@ -45,7 +46,16 @@ def run(series: Series, repo: Repo, old: str, new: str | None = None,
     a = version_side(series, repo, old)
     b = ref_side(series, repo, against, a) if against else version_side(series, repo,
                                                                         new or "current")
-    return RangeDiff(series.name, a, b, compare(repo, a, b, color))
+    moved = [] if against else resolutions_moved(series, old, new or "current")
+    return RangeDiff(series.name, a, b, compare(repo, a, b, color), moved)
+
+
+def resolutions_moved(series: Series, old: str, new: str) -> list[str]:
+    """The recorded resolutions one version has and the other not (+ added, - removed, ~
+    changed): they are part of a version, but no commit of range-diff shows them."""
+    a, b = versions.read(series, old).resolutions, versions.read(series, new).resolutions
+    return [f"{'+' if n not in a else '-' if n not in b else '~'} {n}"
+            for n in sorted(a.keys() | b.keys()) if a.get(n) != b.get(n)]
 
 
 def version_side(series: Series, repo: Repo, version: str) -> Side:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from carry.git import Ident, Repo
+from carry.replay import rerere
 from carry.replay.chain import Carried, load_chain
 from carry.replay.drops import Drop, find_drops
 from carry.replay.runs import PatchResult as PatchResult
@@ -47,6 +48,7 @@ class TargetResult:
     conflict: Conflict | None = None
     message: str = ""
     refreshed: dict[str, Any] = field(default_factory=dict)
+    recorded: dict[str, Any] = field(default_factory=dict)  # what --continue recorded
 
     def count(self, status: str) -> int:
         return sum(1 for p in self.patches if p.status == status)
@@ -76,7 +78,7 @@ def steps_for(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchR
 
 
 def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
-             committer: Ident) -> None:
+             committer: Ident, recorded: rerere.Recorded | None = None) -> None:
     """Which later patches would conflict too: the rest of the series replayed with the
     stopping patch (and each further conflict) left out, on copies; each such patch gets its
     paths in `forecast` and the status `would-conflict`, which a resume turns back into
@@ -84,7 +86,7 @@ def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
     trial = [replace(s) for s in steps]
     trial[stop].status = "skipped"
     while True:
-        head, again, paths = run_steps(repo, trial, head, committer)
+        head, again, paths = run_steps(repo, trial, head, committer, recorded=recorded)
         if again is None:
             return
         steps[again].status, steps[again].forecast = "would-conflict", paths
@@ -98,7 +100,9 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
     The replay starts speculatively, as if nothing were dropped, while detection runs on the
     other core. Most rebases drop nothing and are done when both finish; otherwise the steps
     before the first dropped patch are kept (the same inputs give the same commits) and the
-    rest is replayed again."""
+    rest is replayed again. A conflict the series' recorded resolutions resolve does not
+    stop it (`rerere`)."""
+    recorded = rerere.load(series.root)
     detector = repo.fork()
     m = series.manifest
     try:
@@ -106,7 +110,8 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
             future = pool.submit(find_drops, detector, carried, base, target.sha,
                                  m.provenance, m.upstream.repo)
             steps = steps_for(carried, {})
-            head, stop, paths = run_steps(repo, steps, target.sha, committer)
+            head, stop, paths = run_steps(repo, steps, target.sha, committer,
+                                          recorded=recorded)
             drops = future.result()
     finally:
         detector.close()
@@ -118,14 +123,14 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
             redo[i] = steps[i]
             head = steps[i].commit or head
         steps = redo
-        head, stop, paths = run_steps(repo, steps, head, committer)
+        head, stop, paths = run_steps(repo, steps, head, committer, recorded=recorded)
     elif stop is not None:  # the stop came before any drop: mark the later drops
         for step, c in zip(steps[stop + 1:], carried[stop + 1:], strict=True):
             if c.number in drops:
                 step.status, step.reason = "dropped", drops[c.number].reason
                 step.upstream = drops[c.number].upstream
     if stop is not None:
-        forecast(repo, steps, stop, head, committer)
+        forecast(repo, steps, stop, head, committer, recorded)
     status = "applied" if stop is None else "conflict"
     result = TargetResult(series.name, target.name, target.ref, target.sha, status,
                           head if stop is None else "", steps)

@@ -1,4 +1,5 @@
-"""The series on disk: `series/<name>/series.toml`, `patches/NNNN-*.patch`, `cover.md`.
+"""The series on disk: `series/<name>/series.toml`, `patches/NNNN-*.patch`, `cover.md`, and
+the recorded conflict resolutions, `resolutions/NNNN-<id>.txt`.
 
 Order has one source of truth, the patch file names. A patch keeps its number for life: when
 upstream absorbs patch 0001, the file goes and 0002 stays 0002, so the policy exceptions, the
@@ -46,6 +47,8 @@ __all__ = [
     "COVER",
     "PATCH_DIR",
     "PATCH_NAME",
+    "RESOLUTION_DIR",
+    "RESOLUTION_NAME",
     "PatchFile",
     "Series",
     "series_dir",
@@ -56,6 +59,8 @@ __all__ = [
     "find",
     "read_regular",
     "list_patches",
+    "list_resolutions",
+    "read_resolutions",
     "load",
     "write_series",
     "save_manifest",
@@ -80,6 +85,11 @@ MANIFEST = "series.toml"
 COVER = "cover.md"
 PATCH_DIR = "patches"
 PATCH_NAME = re.compile(r"^(\d{4})-[A-Za-z0-9._-]*\.patch$")
+# Recorded conflict resolutions (carry.replay.rerere): one text file per conflicted path,
+# NNNN (the patch) and the conflict's id; part of every version like the patches.
+RESOLUTION_DIR = "resolutions"
+RESOLUTION_NAME = re.compile(r"^(\d{4})-([0-9a-f]{16})\.txt$")
+RESOLUTION_LIMIT = 4 << 20  # a resolution file is read whole; a larger one is refused
 
 
 @dataclass
@@ -188,10 +198,11 @@ def find(root: Path, name: str) -> Series:
     return load(d)
 
 
-def read_regular(path: Path) -> bytes | None:
+def read_regular(path: Path, limit: int | None = None) -> bytes | None:
     """The bytes of a regular file, None when it is absent. A symlink is refused, dangling or
     not: a series is published (PR bodies, patches), so a `cover.md` linked to
-    /proc/self/environ or to a file outside the series must never be read."""
+    /proc/self/environ or to a file outside the series must never be read. A file larger
+    than `limit` is refused before it is read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -202,9 +213,14 @@ def read_regular(path: Path) -> bytes | None:
                              "inside a series directory",
                              hint="replace the link with the file itself") from None
         raise CarryError(f"{path}: cannot read: {exc.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a directory, fifo or device
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # a directory, fifo or device
         os.close(fd)
         raise CarryError(f"{path}: not a regular file")
+    if limit is not None and info.st_size > limit:
+        os.close(fd)
+        raise CarryError(f"{path}: {info.st_size} bytes, more than the {limit} carry reads "
+                         "for such a file")
     with os.fdopen(fd, "rb") as fh:
         return fh.read()
 
@@ -240,6 +256,35 @@ def list_patches(pdir: Path) -> list[PatchFile]:
     return out
 
 
+def list_resolutions(rdir: Path) -> list[Path]:
+    """The recorded resolutions' files, by name; a link, a folder or a stray name in
+    `resolutions/` is refused as in `patches/`, so nothing outside the series is read."""
+    refuse_link(rdir)
+    if rdir.exists() and not rdir.is_dir():
+        raise CarryError(f"{rdir}: not a directory (resolutions/ holds recorded resolutions)")
+    if not rdir.is_dir():
+        return []
+    out = []
+    for p in sorted(rdir.iterdir()):
+        if p.name.startswith("."):
+            continue
+        refuse_link(p)
+        if not RESOLUTION_NAME.match(p.name):
+            raise CarryError(f"{p}: not a resolution file name (expected NNNN-<16 hex>.txt)")
+        out.append(p)
+    return out
+
+
+def read_resolutions(root: Path) -> dict[str, bytes]:
+    """The bytes of every resolution file of the series folder `root`, by file name."""
+    out = {}
+    for p in list_resolutions(root / RESOLUTION_DIR):
+        data = read_regular(p, RESOLUTION_LIMIT)
+        if data is not None:
+            out[p.name] = data
+    return out
+
+
 def load(root: Path) -> Series:
     path = root / MANIFEST
     refuse_link(root)
@@ -261,11 +306,12 @@ def load(root: Path) -> Series:
 
 def write_series(
     root: Path, manifest: Manifest, patches: dict[str, bytes] | None, cover: str | None = None,
-    also: dict[str, bytes] | None = None,
+    also: dict[str, bytes] | None = None, resolutions: dict[str, bytes] | None = None,
 ) -> bool:
     """Write a whole series directory atomically; returns False when no byte would change.
 
     `patches` maps file names to bytes and replaces the patch set; None keeps the current one.
+    `resolutions` does the same for `resolutions/` (None keeps the folder as it is).
     `also` adds files (by path in the directory) in the same step: a version kept aside.
     """
     check_name(root.name)
@@ -280,14 +326,22 @@ def write_series(
     old_cover = _text(root / COVER)
     new_cover = old_cover if cover is None else cover
     old_manifest = _text(root / MANIFEST)
-    if (old_manifest, old_patches, old_cover) == (manifest_text, new_patches, new_cover):
+    for fname in resolutions or {}:
+        if not RESOLUTION_NAME.match(fname):
+            raise CarryError(f"{root}: cannot write {fname!r}: not a resolution file name")
+    same = resolutions is None or resolutions == read_resolutions(root)
+    if same and (old_manifest, old_patches, old_cover) == (manifest_text, new_patches,
+                                                           new_cover):
         return False
     files = {f"{PATCH_DIR}/{fname}": data for fname, data in new_patches.items()}
     if new_cover is not None:
         files[COVER] = new_cover.encode("utf-8")
     files[MANIFEST] = manifest_text.encode("utf-8")
+    files.update({f"{RESOLUTION_DIR}/{fname}": data
+                  for fname, data in (resolutions or {}).items()})
+    written = (MANIFEST, COVER, PATCH_DIR) + (() if resolutions is None else (RESOLUTION_DIR,))
     atomic.write_dir(root, {**files, **(also or {})}, [PATCH_DIR],
-                     keep=lambda name: name not in (MANIFEST, COVER, PATCH_DIR))
+                     keep=lambda name: name not in written)
     return True
 
 

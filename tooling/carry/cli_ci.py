@@ -10,7 +10,18 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from carry.cli import Engine, Json, Name, Python, RepoPath, SeriesDir, _root, app, grouped
+from carry.cli import (
+    Engine,
+    Json,
+    Name,
+    Python,
+    RepoPath,
+    SeriesDir,
+    _remote,
+    _root,
+    app,
+    grouped,
+)
 from carry.cli_forge import ApiUrl, MaxWait, TokenEnv
 from carry.errors import CarryError
 
@@ -39,6 +50,7 @@ LoopRepo = Annotated[Optional[str], typer.Option(  # noqa: UP045
 PrBase = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--base", help="The PR's base branch (default: the fork's branch, else main).")]
 Remote = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    callback=_remote,
     help="The git remote for the refreshed branch (default: the fork's remote, else origin).")]
 
 
@@ -66,8 +78,10 @@ def _loop_flags(
     max_wait: MaxWait = 60.0,
 ) -> LoopOptions:
     """The loop's flags, declared once for `carry ci`, `carry ci run` and `carry ci loop`."""
-    from carry import loop
+    from carry import loop, redact
 
+    if token_env:
+        redact.register_env(token_env)  # masked, and kept from the target's code
     return loop.Options(open_pr, track_issues, dry_run, forge_repo, base, remote, api_url,
                         token_env, max_wait)
 

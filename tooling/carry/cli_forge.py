@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from carry.cli import Json, Name, RepoPath, SeriesDir, _branch, _root, app, grouped
+from carry.cli import Json, Name, RepoPath, SeriesDir, _branch, _remote, _root, app, grouped
 
 if TYPE_CHECKING:
     from carry.forge import Access
@@ -32,8 +32,11 @@ MaxWait = Annotated[float, typer.Option(
 def _access(api_url: ApiUrl = None, token_env: TokenEnv = None,
             max_wait: MaxWait = 60.0) -> Access:
     """How to reach GitHub, declared once for pr and supersede (see cli.grouped)."""
+    from carry import redact
     from carry.forge import Access
 
+    if token_env:
+        redact.register_env(token_env)  # masked, and kept from the target's code
     return Access(api_url, token_env, max_wait)
 
 
@@ -47,7 +50,8 @@ def pr(
                                         help="The branch that carries the series.")],
     forge_repo: ForgeRepo,
     base: Annotated[str, typer.Option(help="The branch the PR targets.")],
-    remote: Annotated[str, typer.Option(help="The git remote to push to.")] = "origin",
+    remote: Annotated[str, typer.Option(callback=_remote,
+                                        help="The git remote to push to.")] = "origin",
     validation: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         help="A `carry validate --json` report of this tree; once per series "
         "(default: each series' last validation of this tree).")] = None,
@@ -86,7 +90,8 @@ def supersede(
     forge_repo: ForgeRepo,
     repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="A local clone, to compare PR commits by patch-id.")] = None,
-    remote: Annotated[str, typer.Option(help="Remote of --repo that has refs/pull/*.")] = "origin",
+    remote: Annotated[str, typer.Option(
+        callback=_remote, help="Remote of --repo that has refs/pull/*.")] = "origin",
     base: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="The base branch both PRs must target (default: that of --by).")] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Comment and close (default: dry run).")] = False,  # noqa: E501

@@ -388,6 +388,13 @@ def _cases() -> list[Case]:
     cases.append(Case("validation missing", PR + ["--dry-run", "--validation",
                                                    "/nonexistent/r.json"]))
     cases.append(Case("validation dir", PR + ["--dry-run", "--validation", "/tmp"]))
+    for label, mutate in (  # values the plan puts on pytest's and pre-commit's command line
+            ("suite -p", _edit_manifest("[test]\n", '[test]\nsuites = ["-p", "os"]\n')),
+            ("suite --co", _edit_manifest("[test]\n", '[test]\nsuites = ["--co"]\n')),
+            ("hook id", _append_manifest('\n[[test.hook]]\nid = "--config=x.yaml"\n')),
+            ("hook fallback", _append_manifest('\n[[test.hook]]\nid = "x"\n'
+                                               'fallback = "-c"\n'))):
+        cases.append(Case(f"plan {label}", VALIDATE, mutate, needle="starts with '-'"))
     return cases + _option_cases()
 
 

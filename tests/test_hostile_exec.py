@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from carry.errors import CarryError
 from carry.git import Repo, mailinfo
 from carry.series import Hook, Repository, Target
 from carry.validate import engines
-from tests import github_server
+from tests import git_http, github_server
 from tests.conftest import FORK, CommitBuilder, git, run_carry
 from tests.test_forge import _env, _import_and_apply
 from tests.validate import synthetic
@@ -84,10 +85,11 @@ def test_a_remote_named_like_an_option_runs_nothing_on_supersede(
     assert gh.state.writes() == []
 
 
-def test_a_manifest_fork_remote_named_like_an_option_runs_nothing_in_the_loop(
-        tmp_path: Path, series_root: Path) -> None:
-    """The loop job holds the write token: a manifest whose [fork].remote is an option got
-    as far as `git ls-remote` (via `carry pr`) and ran the command."""
+@pytest.fixture
+def cell(tmp_path: Path, series_root: Path) -> Iterator[tuple[CommitBuilder, Server, Path]]:
+    """A CI cell that validated the series `good` cleanly on release v2 (its summary.json
+    in the returned folder), with an `origin` fork remote and the GitHub double: what
+    `carry ci loop --open-pr` acts on."""
     up = synthetic.upstream_project(tmp_path / "calc")
     git(tmp_path, "init", "-q", "--bare", "origin.git")
     git(up.path, "remote", "add", "origin", str(tmp_path / "origin.git"))
@@ -98,29 +100,62 @@ def test_a_manifest_fork_remote_named_like_an_option_runs_nothing_in_the_loop(
     s.manifest.fork = Repository(repo=FORK, remote="origin", branch="main")
     seriesmod.save_manifest(s)
     gh = github_server.start(GITHUB_TOKEN)
+    gh.state.repo(FORK)
+    gh.state.git[FORK] = tmp_path / "origin.git"
+    out = tmp_path / "out"
+    r = run_carry("ci", "run", "good", "release", "--ref", "v2", "--repo", str(up.path),
+                  "--engine", "local", "--ledger", str(tmp_path / "ledger.json"), "--out",
+                  str(out), env=_loop_env(gh, series_root))
+    assert r.code == 0, r.err
+    yield up, gh, out
+    gh.stop()
+
+
+def _loop_env(gh: Server, root: Path) -> dict[str, str]:
+    return {"GITHUB_TOKEN": GITHUB_TOKEN, "GH_TOKEN": "", "GITHUB_API_URL": gh.url,
+            "CARRY_SERIES_DIR": str(root), "GIT_TERMINAL_PROMPT": "0"}
+
+
+def test_a_manifest_fork_remote_named_like_an_option_runs_nothing_in_the_loop(
+        tmp_path: Path, series_root: Path, cell: tuple[CommitBuilder, Server, Path]) -> None:
+    """The loop job holds the write token: a manifest whose [fork].remote is an option got
+    as far as `git ls-remote` (via `carry pr`) and ran the command."""
+    up, gh, out = cell
+    env = _loop_env(gh, series_root)
+    mark = tmp_path / "ran"
+    manifest = series_root / "good" / "series.toml"
+    text = manifest.read_text()
+    manifest.write_text(text.replace('remote = "origin"',
+                                     f'remote = "--upload-pack=touch {mark}"'))
+    r = run_carry("ci", "loop", str(out / "summary.json"), "--repo", str(up.path),
+                  "--open-pr", "--out", str(tmp_path / "loop-out"), env=env)
+    assert not mark.exists(), "the manifest's remote ran a command"
+    _one_clean_error(r)
+    assert "remote" in r.err
+    assert gh.state.writes() == []
+
+
+def test_the_loop_pushes_with_its_token_over_http(
+        tmp_path: Path, series_root: Path, cell: tuple[CommitBuilder, Server, Path]) -> None:
+    """carry's git children get none of the environment's GIT_CONFIG_*: the loop hands its
+    token to its own ls-remote and push (as ci/loop.sh once did through the environment), so
+    a fork remote that wants it, as GitHub's does, is pushed to; nothing else sent it."""
+    up, gh, out = cell
+    served = git_http.start(tmp_path, GITHUB_TOKEN)
     try:
-        gh.state.repo(FORK)
-        gh.state.git[FORK] = tmp_path / "origin.git"
-        env = {"GITHUB_TOKEN": GITHUB_TOKEN, "GITHUB_API_URL": gh.url,
-               "CARRY_SERIES_DIR": str(series_root)}
-        out = tmp_path / "out"
-        r = run_carry("ci", "run", "good", "release", "--ref", "v2", "--repo", str(up.path),
-                      "--engine", "local", "--ledger", str(tmp_path / "ledger.json"), "--out",
-                      str(out), env=env)
-        assert r.code == 0, r.err
-        mark = tmp_path / "ran"
-        manifest = series_root / "good" / "series.toml"
-        text = manifest.read_text()
-        manifest.write_text(text.replace('remote = "origin"',
-                                         f'remote = "--upload-pack=touch {mark}"'))
+        git(up.path, "remote", "set-url", "origin", served.url("origin.git"))
         r = run_carry("ci", "loop", str(out / "summary.json"), "--repo", str(up.path),
-                      "--open-pr", "--out", str(tmp_path / "loop-out"), env=env)
-        assert not mark.exists(), "the manifest's remote ran a command"
-        _one_clean_error(r)
-        assert "remote" in r.err
-        assert gh.state.writes() == []
+                      "--open-pr", "--out", str(tmp_path / "loop-out"), "--json",
+                      env=_loop_env(gh, series_root))
+        assert r.code == 0, r.out + r.err
+        (act,) = json.loads(r.out)["loop"]
+        assert (act["kind"], act["action"]) == ("pr", "opened"), act
+        assert git(tmp_path / "origin.git", "rev-parse", "refs/heads/carry/good") == git(
+            up.path, "rev-parse", "carry/good")
+        assert served.denied == 0  # every request of the push carried the token
+        assert GITHUB_TOKEN not in r.out + r.err
     finally:
-        gh.stop()
+        served.stop()
 
 
 def test_no_value_reaches_git_as_an_option(upstream: CommitBuilder, tmp_path: Path) -> None:

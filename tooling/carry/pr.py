@@ -143,7 +143,9 @@ def find_open(forge: forgemod.Forge, forge_repo: str,
 def run(series_list: list[Series], repo: Repo, branch: str, remote: str, base: str,
         forge_repo: str, report_path: str | Sequence[str] | None, draft: bool, dry_run: bool,
         access: forgemod.Access, title: str | None = None, force: bool = False,
-        allow_failed: bool = False) -> PrResult:
+        allow_failed: bool = False, push_token: str | None = None) -> PrResult:
+    """`push_token`: git pushes with it (the CI loop, as the token's user); else git's own
+    credentials."""
     if not series_list:
         raise CarryError("name at least one series")
     for s in series_list:
@@ -167,7 +169,7 @@ def run(series_list: list[Series], repo: Repo, branch: str, remote: str, base: s
     forge = access.connect()
     existing = _open_pr(forge, result)
     head = existing.head if existing else branch
-    repo.push(remote, commit, head, repo.remote_head(remote, head))
+    repo.push(remote, commit, head, repo.remote_head(remote, head, push_token), push_token)
     result.head = head
     if existing and (existing.head_sha, existing.title, existing.body) == (
             commit, body.title, body.text):

@@ -6,9 +6,11 @@ names are also checked first, so that a bad one fails in one line before any net
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from carry import redact
 from carry.errors import CarryError
 from carry.git.base import EOO, NULL_SHA, Base, GitError, check_remote
 
@@ -74,17 +76,20 @@ class Refs(Base):
     def fetch(self, remote: str) -> None:
         self._run("fetch", "--quiet", "--tags", EOO, check_remote(remote))
 
-    def push(self, remote: str, commit: str, branch: str, lease: str | None) -> None:
+    def push(self, remote: str, commit: str, branch: str, lease: str | None,
+             token: str | None = None) -> None:
         """Push with a lease, so a branch someone else moved is never overwritten. `branch`
-        may come from the forge (an open PR's head): it must be a branch name git accepts."""
+        may come from the forge (an open PR's head): it must be a branch name git accepts.
+        `token`: sent as GitHub's HTTP basic auth (`_token_env`)."""
         self._check_pushed(branch)
         lease_arg = f"--force-with-lease=refs/heads/{branch}:{lease or ''}"
         self._run("push", "--quiet", "--porcelain", lease_arg, EOO, check_remote(remote),
-                  f"{commit}:refs/heads/{branch}")
+                  f"{commit}:refs/heads/{branch}", env=_token_env(token))
 
-    def remote_head(self, remote: str, branch: str) -> str | None:
+    def remote_head(self, remote: str, branch: str, token: str | None = None) -> str | None:
         self._check_pushed(branch)
-        out = self._out("ls-remote", EOO, check_remote(remote), f"refs/heads/{branch}")
+        out = self._out("ls-remote", EOO, check_remote(remote), f"refs/heads/{branch}",
+                        env=_token_env(token))
         return out.split()[0] if out else None
 
     def _check_pushed(self, branch: str) -> None:
@@ -159,3 +164,15 @@ class Refs(Base):
         proc = self._run("rev-list", "--reverse", "--first-parent", EOO, head, f"^{base}", "--",
                          check=False)
         return proc.stdout.decode().split() if proc.returncode == 0 else None
+
+
+def _token_env(token: str | None) -> dict[str, str] | None:
+    """The token as an `http.extraheader` for one git command, given through its environment
+    (never argv or a file): carry's git children get no GIT_CONFIG_* of carry's own, so a
+    caller that pushes as the token's user (the CI loop) says so per command."""
+    if not token:
+        return None
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    redact.register(basic)
+    return {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraheader",
+            "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}"}

@@ -45,6 +45,16 @@ def _name(value: str | None) -> str | None:
         raise typer.BadParameter(exc.line()) from None
 
 
+def _remote(value: str | None) -> str | None:
+    """A remote is never an option: `--remote --upload-pack=CMD` would run CMD."""
+    from carry.git import check_remote
+
+    try:
+        return value if value is None else check_remote(value)
+    except CarryError as exc:
+        raise typer.BadParameter(exc.line()) from None
+
+
 def _branch(value: str | None) -> str | None:
     """A branch is never an option: `--branch -x` would write refs/heads/-x."""
     if value is not None and (value.startswith("-") or not value.strip()):

@@ -21,10 +21,13 @@ from carry.cli.app import (
     RepoPath,
     SeriesDir,
     TokenEnv,
+    _remote,
     _root,
     app,
     grouped,
 )
+from carry.job.ledger import DEFAULT as LEDGER
+from carry.publish.github import DEFAULT_MAX_WAIT as MAX_WAIT
 
 if TYPE_CHECKING:
     from carry.job.cells import Options as JobOptions
@@ -51,6 +54,7 @@ LoopRepo = Annotated[Optional[str], typer.Option(  # noqa: UP045
 PrBase = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--base", help="The PR's base branch (default: the fork's branch, else main).")]
 Remote = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    callback=_remote,
     help="The git remote for the refreshed branch (default: the fork's remote, else origin).")]
 
 
@@ -75,11 +79,14 @@ def _loop_flags(
     remote: Remote = None,
     api_url: ApiUrl = None,
     token_env: TokenEnv = None,
-    max_wait: MaxWait = 60.0,
+    max_wait: MaxWait = MAX_WAIT,
 ) -> LoopOptions:
     """The loop's flags, declared once for `carry ci`, `carry ci run` and `carry ci loop`."""
+    from carry.base import redact
     from carry.job import loop
 
+    if token_env:
+        redact.register_env(token_env)  # masked, and kept from the target's code
     return loop.Options(open_pr, track_issues, dry_run, forge_repo, base, remote, api_url,
                         token_env, max_wait)
 
@@ -127,7 +134,7 @@ def ci_job(
 @ci_app.command("matrix")
 def ci_matrix(
     repo: RepoPath,
-    ledger: Ledger = Path("carry-ledger.json"),
+    ledger: Ledger = LEDGER,
     force: Annotated[bool, typer.Option(help="List cells the ledger holds too.")] = False,
     series_dir: SeriesDir = None,
 ) -> None:
@@ -153,7 +160,7 @@ def ci_run(
     repo: RepoPath,
     ref: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="The tag or branch the cell checks (a tag target needs it).")] = None,
-    ledger: Ledger = Path("carry-ledger.json"),
+    ledger: Ledger = LEDGER,
     force: Annotated[bool, typer.Option(help="Run even if the ledger holds it.")] = False,
     *,
     job: JobOptions,
@@ -208,7 +215,7 @@ def ci_loop(
 @ci_app.command("merge-ledger")
 def ci_merge_ledger(
     others: Annotated[list[Path], typer.Argument(help="Ledgers written by matrix cells.")],
-    ledger: Ledger = Path("carry-ledger.json"),
+    ledger: Ledger = LEDGER,
 ) -> None:
     """Fold the cells' ledgers into one.
 
@@ -230,7 +237,7 @@ def releases(
         help="The package on the index (default: the manifest's [upstream].package).")] = None,
     since: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="Only versions after this one (default: after the last validated).")] = None,
-    ledger: Ledger = Path("carry-ledger.json"),
+    ledger: Ledger = LEDGER,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:

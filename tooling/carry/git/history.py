@@ -12,8 +12,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from carry.base.childenv import git_env
 from carry.base.errors import CarryError
-from carry.git.base import STABLE_CONFIG, GitError, LogEntry, MergeResult, RawCommit, complaint
+from carry.git.base import (
+    COMMIT_ID,
+    EOO,
+    STABLE_CONFIG,
+    GitError,
+    LogEntry,
+    MergeResult,
+    RawCommit,
+    complaint,
+)
 from carry.git.objects import Entry
 from carry.git.trees import Trees
 
@@ -41,9 +51,9 @@ class PendingMerge:
         are appended to that file, so a benchmark can time exactly the merges carry ran as
         raw git and check that git gives the same trees (bench/bench_replay.py)."""
         out, err = self.proc.communicate()
-        if self.proc.returncode not in (0, 1):
-            raise GitError(complaint(self.args, err or out))
         lines = out.decode("utf-8", "replace").splitlines()
+        if self.proc.returncode not in (0, 1) or not lines:  # 1 and nothing: a bad rev
+            raise GitError(complaint(self.args, err or out))
         trace = os.environ.get("CARRY_TRACE_MERGES")
         if trace:
             with open(trace, "a", encoding="ascii") as fh:
@@ -65,9 +75,9 @@ class History(Trees):
         patch starts only at the position where the last one ended.
         """
         if commits is None:
-            commits = self._out("rev-list", "--reverse", "--topo-order",
+            commits = self._out("rev-list", "--reverse", "--topo-order", EOO,
                                 f"{base}..{head}").split()
-        out = self._run(*STABLE_CONFIG, "format-patch", "--stdout", *FORMAT_PATCH_ARGS,
+        out = self._run(*STABLE_CONFIG, "format-patch", "--stdout", *FORMAT_PATCH_ARGS, EOO,
                         f"{base}..{head}").stdout
         marks = [b"From %s Mon Sep 17 00:00:00 2001\n" % sha.encode() for sha in commits]
         patches: list[tuple[str, bytes]] = []
@@ -99,10 +109,11 @@ class History(Trees):
         return ids
 
     def log_patch_ids(
-        self, revs: Sequence[str], paths: Sequence[str] = ()
+        self, revs: Sequence[str], paths: Sequence[str] = (), no_walk: bool = False
     ) -> list[tuple[str, str]]:
-        """(patch-id, commit) for the non-merge commits of `revs` that touch `paths`: one
-        `git log -p` piped into one `git patch-id --stable`, never a process per commit.
+        """(patch-id, commit) for the non-merge commits of `revs` (only those named, with
+        `no_walk`) that touch `paths`: one `git log -p` piped into one
+        `git patch-id --stable`, never a process per commit.
 
         `--full-diff` keeps each selected commit's whole diff, so its patch-id is the real one;
         a commit with the same patch-id as a patch touches the same paths, so the path limit
@@ -110,13 +121,15 @@ class History(Trees):
         """
         cmd = ["git", *STABLE_CONFIG, "--literal-pathspecs", "log", "-p", "--no-merges",
                "--no-color", "--format=commit %H", "--full-index", "--binary", "--full-diff",
-               "--find-renames", "--no-ext-diff", "--no-textconv", *revs, "--", *paths]
+               "--find-renames", "--no-ext-diff", "--no-textconv",
+               *(["--no-walk"] if no_walk else []), EOO, *revs, "--", *paths]
+        env = git_env()
         with tempfile.TemporaryFile() as err:
             log = subprocess.Popen(cmd, cwd=str(self.path), stdout=subprocess.PIPE, stderr=err,
-                                   stdin=subprocess.DEVNULL)
+                                   stdin=subprocess.DEVNULL, env=env)
             assert log.stdout is not None
             pid = subprocess.run(["git", "patch-id", "--stable"], cwd=str(self.path),
-                                 stdin=log.stdout, capture_output=True)
+                                 stdin=log.stdout, capture_output=True, env=env)
             log.stdout.close()
             if log.wait() != 0:
                 err.seek(0)
@@ -159,15 +172,16 @@ class History(Trees):
         nots = [f"^{x}" for x in exclude]
         cuts = [theirs]
         if jobs > 1:
-            line = self._out("rev-list", "--first-parent", theirs, "--not", ours, *exclude).split()
+            line = self._out("rev-list", "--first-parent", EOO, theirs, f"^{ours}", *nots,
+                             "--").split()
             if len(line) >= min_split:
                 step = len(line) // jobs
                 cuts = [line[i * step] for i in range(jobs)]
         cmds = []
         for i, cut in enumerate(cuts):
             stop = [f"^{cuts[i + 1]}"] if i + 1 < len(cuts) else []
-            cmds.append(("rev-list", "--cherry-mark", "--no-merges", f"{ours}...{cut}", *stop,
-                         *nots, "--"))
+            cmds.append(("rev-list", "--cherry-mark", "--no-merges", EOO, f"{ours}...{cut}",
+                         *stop, *nots, "--"))
         marked: set[str] = set()
         for out in self._run_many(cmds):
             marked.update(ln[1:] for ln in out.decode().splitlines() if ln.startswith("="))
@@ -179,16 +193,28 @@ class History(Trees):
         if not needles:
             return []
         greps = [f"--grep={n}" for n in needles]
-        return self._out("log", "--fixed-strings", "--format=%H", *greps, *revs, "--").split()
+        return self._out("log", "--fixed-strings", "--format=%H", *greps, EOO, *revs,
+                         "--").split()
 
     def diff_check(self, a: str, b: str) -> tuple[bool, bytes]:
         """`git diff --check a b`: (clean, git's own report of whitespace errors)."""
-        proc = self._run("diff", "--check", "--no-color", a, b, check=False)
+        proc = self._run("diff", "--check", "--no-color", EOO, a, b, check=False)
         if proc.returncode not in (0, 1, 2):
             raise GitError(complaint(("diff", "--check"), proc.stderr))
         return proc.returncode == 0, proc.stdout + proc.stderr
 
-    def range_diff(self, *args: str, color: bool = False) -> str:
+    def range_diff(self, old: tuple[str, str], new: tuple[str, str], color: bool = False) -> str:
+        """`git range-diff` of old base..head against new base..head, given as commit ids
+        (range-diff takes no --end-of-options: only ids reach it). git refuses an empty range
+        in the two-range form, so one is given in the three-argument form with its base."""
+        if not all(COMMIT_ID.fullmatch(x) for x in (*old, *new)):
+            raise GitError(f"range-diff takes commit ids, not {old!r} {new!r}")
+        if old[0] == old[1]:
+            args = [new[0], new[0], new[1]]
+        elif new[0] == new[1]:
+            args = [old[0], old[1], old[0]]
+        else:
+            args = [f"{old[0]}..{old[1]}", f"{new[0]}..{new[1]}"]
         flag = "--color=always" if color else "--no-color"
         return self._run("range-diff", flag, *args).stdout.decode("utf-8", "replace")
 
@@ -199,10 +225,10 @@ class History(Trees):
     def start_merge(self, ours: str, theirs: str) -> PendingMerge:
         """`merge_tree` started, not waited for: the replay does its own work on the last
         merge's result while git runs the next."""
-        args = ("merge-tree", "--write-tree", "--name-only", "--no-messages", ours, theirs)
+        args = ("merge-tree", "--write-tree", "--name-only", "--no-messages", EOO, ours, theirs)
         return PendingMerge(args, subprocess.Popen(
             ["git", *args], cwd=str(self.path), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=git_env()))
 
     def replay_tree(self, commit: RawCommit, onto_tree: str) -> MergeResult:
         """`cherry_tree` with the graft written in-process: one git process per patch."""
@@ -250,7 +276,7 @@ class History(Trees):
         """The paths `b` changes against `a`; without `deleted`, only those that still exist
         (what hooks get as --files)."""
         only = () if deleted else ("--diff-filter=d",)
-        out = self._run("diff", "--name-only", "-z", "--no-renames", *only, a, b).stdout
+        out = self._run("diff", "--name-only", "-z", "--no-renames", *only, EOO, a, b).stdout
         return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
 
     def commits_touching(self, since: str, until: str, paths: Sequence[str],
@@ -262,8 +288,8 @@ class History(Trees):
             return []
         count = (f"--max-count={limit}",) if limit else ()
         out = self._run("log", "--no-merges", *count,
-                        "--format=%H%x00%an <%ae>%x00%aI%x00%s%x00", f"{since}..{until}", "--",
-                        *paths).stdout.decode("utf-8", "replace")
+                        "--format=%H%x00%an <%ae>%x00%aI%x00%s%x00", EOO, f"{since}..{until}",
+                        "--", *paths).stdout.decode("utf-8", "replace")
         fields = out.split("\0")
         return [LogEntry(*(f.strip() for f in fields[k:k + 4]))
                 for k in range(0, len(fields) - 4, 4)]
@@ -303,7 +329,7 @@ def mailinfo(mail: bytes) -> tuple[dict[str, str], bytes, bytes]:
         proc = subprocess.run(
             ["git", "mailinfo", "-k", "--encoding=UTF-8", "--no-scissors", "--quoted-cr=nowarn",
              str(msg), str(patch)],
-            input=mail, capture_output=True, cwd=tmp,
+            input=mail, capture_output=True, cwd=tmp, env=git_env(),
         )
         if proc.returncode != 0:
             raise GitError(complaint(("mailinfo",), proc.stderr))

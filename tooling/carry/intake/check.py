@@ -154,7 +154,7 @@ def _patch_ids(repo: Repo, plist: list[patchmod.Patch], commits: list[str]) -> d
            if pid}
     if commits:
         # The diff options of the import, so that only real changes give other ids.
-        ids.update({commit: pid for pid, commit in repo.log_patch_ids(["--no-walk", *commits])})
+        ids.update({commit: pid for pid, commit in repo.log_patch_ids(commits, no_walk=True)})
     return ids
 
 

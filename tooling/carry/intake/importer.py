@@ -98,7 +98,7 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
         try:
             ref = base_ref or (existing.manifest.base.ref if existing else "")
             base, head, desc = resolve_range(repo, rng, branch, pr, ref)
-            commits = repo.rev_list("--reverse", "--topo-order", f"{base}..{head}")
+            commits = repo.rev_list(base, head, topo_order=True)
             _within_history(repo, commits, base, desc)
             if not commits:
                 raise CarryError(f"{desc} has no commits on top of {base[:12]}")

@@ -156,8 +156,10 @@ def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target
         raise CarryError(f"refreshing {s.name} onto {row.ref}: {result.message or result.status}")
     _keep_published(ctx.repo, result, f"refs/remotes/{remote}/{branch}")
     fresh = seriesmod.find(s.root.parent, s.name)
-    done = prmod.run([fresh], ctx.repo, branch, remote, pr_base, full,
-                     row.report or None, True, False, ctx.opts.access)
+    done = prmod.run([fresh], ctx.repo, prmod.Request(
+        branch=branch, remote=remote, base=pr_base, forge_repo=full, access=ctx.opts.access,
+        report_path=row.report or None, draft=True,
+        push_token=forgemod.token_from_env(ctx.opts.token_env)))
     act.action, act.number, act.url = done.action, done.number, done.url
     version = result.refreshed.get("version")
     act.note = (f"series refreshed to version {version}; " if version else "") + \

@@ -100,16 +100,16 @@ def ref_side(series: Series, repo: Repo, against: str, old: Side) -> Side:
         if not candidates:
             raise CarryError(f"cannot tell where {against} starts",
                              hint="pass --against BASE..HEAD")
-        counted = [(len(repo.rev_list(f"{c}..{head}")), c) for c in sorted(candidates)]
+        counted = [(len(repo.rev_list(c, head)), c) for c in sorted(candidates)]
         base = min(counted)[1]
-    return Side(against, base, head, len(repo.rev_list(f"{base}..{head}")))
+    return Side(against, base, head, len(repo.rev_list(base, head)))
 
 
 def compare(repo: Repo, a: Side, b: Side, color: bool = False) -> str:
     if a.count == 0 and b.count == 0:
         return ""
-    if a.count == 0:
-        return repo.range_diff(b.base, b.base, b.head, color=color)
+    if a.count == 0:  # an empty side is compared from the other's base
+        return repo.range_diff((b.base, b.base), (b.base, b.head), color=color)
     if b.count == 0:
-        return repo.range_diff(a.base, a.head, a.base, color=color)
-    return repo.range_diff(f"{a.base}..{a.head}", f"{b.base}..{b.head}", color=color)
+        return repo.range_diff((a.base, a.head), (a.base, a.base), color=color)
+    return repo.range_diff((a.base, a.head), (b.base, b.head), color=color)

@@ -1,6 +1,7 @@
-"""Replay a chain onto a target: the worktree-free merge-tree recipe (facts.md) with the graft
-and result commits written in-process, so a patch costs at most one `git merge-tree`, and a
-run of patches on disjoint paths costs one for the whole run.
+"""Replay a chain onto a target: the worktree-free merge-tree recipe (commit the target's tree on
+the patch's parent, merge that with the patch, commit the result onto the target) with the
+graft and result commits written in-process, so a patch costs at most one `git merge-tree`, and
+a run of patches on disjoint paths costs one for the whole run.
 
 The engine writes no ref, state or worktree: `rebase` decides what a result means for the
 user's branches, `validate` only needs the rebased tree.

@@ -319,7 +319,15 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
 
 
 def _repository(r: _Reader) -> Repository:
-    return Repository(repo=r.text("repo"), url=r.text("url"), remote=r.text("remote"),
+    from carry.git import check_remote
+
+    remote = r.text("remote")
+    try:
+        if remote:
+            check_remote(remote)  # it reaches git fetch, ls-remote and push
+    except CarryError:
+        raise r.fail("remote", "a git remote name (not starting with '-')", remote) from None
+    return Repository(repo=r.text("repo"), url=r.text("url"), remote=remote,
                       branch=r.text("branch"), package=r.text("package"))
 
 

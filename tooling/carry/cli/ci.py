@@ -67,7 +67,7 @@ def _job_flags(
     """How a job runs, declared once for `carry ci` and `carry ci run` (see cli.grouped)."""
     from carry.job import cells as job
 
-    return job.Options(engine, python, fetch, out)
+    return job.Options(engine=engine, python=python, fetch=fetch, out=out)
 
 
 def _loop_flags(
@@ -87,8 +87,9 @@ def _loop_flags(
 
     if token_env:
         redact.register_env(token_env)  # masked, and kept from the target's code
-    return loop.Options(open_pr, track_issues, dry_run, forge_repo, base, remote, api_url,
-                        token_env, max_wait)
+    return loop.Options(open_pr=open_pr, track_issues=track_issues, dry_run=dry_run,
+                        forge_repo=forge_repo, base=base, remote=remote, api_url=api_url,
+                        token_env=token_env, max_wait=max_wait)
 
 
 @ci_app.callback(invoke_without_command=True)

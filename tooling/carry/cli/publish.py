@@ -125,5 +125,6 @@ def supersede(
 
     result = supmod.run(series.find(_root(series_dir), name), forge_repo, by,
                         Repo.open(repo) if repo else None, remote, base,
-                        supmod.Options(apply, when_merged, label, include_origin), access)
+                        supmod.Options(apply=apply, when_merged=when_merged, label=label,
+                                       include_origin=include_origin), access)
     reports.show_supersede(result, json)

@@ -58,7 +58,8 @@ def rebase(
     from carry.series import locks
     from carry.series import store as series
 
-    opts = rebasemod.Options(onto or [], target or [], branch, refresh, fetch, dry_run, force)
+    opts = rebasemod.Options(onto=onto or [], targets=target or [], branch=branch,
+                             refresh=refresh, fetch=fetch, dry_run=dry_run, force=force)
     git_repo, root, name = resume.locate(Repo.open(repo), series_dir, name, opts,
                                          continue_, skip, abort)
     with locks.for_rebase(root, name, git_repo, dry_run):

@@ -24,7 +24,7 @@ from carry.replay.engine import Conflict
 from carry.series import store as seriesmod
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Options:
     """How a job validates and where it writes (the flags `carry ci` and `carry ci run`
     share)."""

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from carry.replay.engine import TargetResult
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Options:
     open_pr: bool = False
     track_issues: bool = False

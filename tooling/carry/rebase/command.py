@@ -42,7 +42,7 @@ from carry.replay.targets import ResolvedTarget
 from carry.series.store import Series
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Options:
     onto: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)

@@ -164,6 +164,8 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
             elif p.status == "would-conflict":
                 render.say(f"  {r.target}: {p.file} would-conflict too, in "
                            f"{', '.join(p.forecast)} (by {p.author})")
+        for w in r.why:
+            render.say(f"  {r.target}: {w['text']}")
         if r.message:
             render.say(f"  {r.target}: {r.message}")
         if r.updated:
@@ -323,6 +325,8 @@ def show_status(r: Any) -> None:
             render.say(f"  STOPPED rebase onto {st.target} ({st.phase}) at {st.patch}")
             if st.paths:
                 render.say(f"    paths: {', '.join(st.paths)}")
+            for line in st.why:
+                render.say(f"    why: {line}")
             if st.worktree:
                 render.say(f"    worktree: {st.worktree}")
             render.say(f"    next: {st.next}")

@@ -13,9 +13,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from carry.base.errors import CarryError
-from carry.git.base import STABLE_CONFIG, GitError, LogEntry, MergeResult, RawCommit, complaint
+from carry.git.base import (
+    STABLE_CONFIG,
+    GitError,
+    Ident,
+    LogEntry,
+    MergeResult,
+    RawCommit,
+    complaint,
+)
 from carry.git.objects import Entry
 from carry.git.trees import Trees
+
+# Who the throw-away commits of an in-memory merge are by: fixed, so that the same merge
+# asked again writes the same objects (and a cache keyed by them holds).
+GRAFT_IDENT = Ident("carry", "carry@localhost", "0 +0000")
 
 FROM_LINE = re.compile(rb"^From ([0-9a-f]{40}) Mon Sep 17 00:00:00 2001$", re.M)
 
@@ -188,6 +200,22 @@ class History(Trees):
         graft = self.write_commit(onto_tree, commit.parents[:1], b"carry graft\n",
                                   commit.author, commit.author)
         return self.merge_tree(graft, commit.sha)
+
+    def merge_onto(self, ours_tree: str, base: str, theirs: str) -> MergeResult:
+        """merge(base, ours, theirs) with a chosen base and no worktree. git 2.39's merge-tree
+        has no --merge-base, so `ours_tree` is grafted onto `base`: with `theirs` a
+        descendant of `base`, `base` is their one best common ancestor."""
+        graft = self.write_commit(ours_tree, [base], b"carry graft\n", GRAFT_IDENT, GRAFT_IDENT)
+        return self.merge_tree(graft, theirs)
+
+    def unapply_tree(self, commit: RawCommit, tree: str) -> MergeResult:
+        """`tree` (which holds `commit`'s change) without that change: merge(base=commit,
+        ours=tree, theirs=commit's parent), the revert `git revert` would make, in memory."""
+        if not commit.parents:
+            raise CarryError(f"cannot take out root commit {commit.sha[:12]}")
+        back = self.write_commit(self.read_commit(commit.parents[0]).tree, [commit.sha],
+                                 b"carry revert\n", GRAFT_IDENT, GRAFT_IDENT)
+        return self.merge_onto(tree, commit.sha, back)
 
     def commit_changes(self, commits: Sequence[str]
                        ) -> dict[str, dict[bytes, tuple[Entry | None, Entry | None]]]:

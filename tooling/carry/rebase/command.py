@@ -298,14 +298,14 @@ def resume(series: Series, repo: Repo, action: str,
             head = take_resolution(repo, wt, step, head, state["paths"], committer)
         for later in steps[pos + 1:]:
             if later.status == "would-conflict":  # a forecast: replayed for real now
-                later.status, later.forecast = "pending", []
+                later.status, later.forecast, later.cause, later.builds_on = "pending", [], None, ""
         state.update(phase="replaying", head=head, patches=[asdict(p) for p in steps])
         st.write(path, state)
         _remove_worktree(repo, wt)
     if state["phase"] == "replaying":
         head, stop, paths = run_steps(repo, steps, head, committer)
         if stop is not None:
-            forecast(repo, steps, stop, head, committer)
+            forecast(repo, steps, stop, head, committer, onto=t.sha)
             _stop(series, repo, result, t, branch, bool(state["refresh"]),
                   Replayed(result, stop, paths, head))
             return [result]

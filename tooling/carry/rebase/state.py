@@ -22,6 +22,7 @@ VERSION = 2
 PHASES = ("conflict", "replaying", "finishing")
 STATUSES = ("applied", "dropped", "conflict", "skipped", "pending", "would-conflict")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
+_NEWER = {"cause", "builds_on"}  # patch fields a state written before them lacks
 
 
 def state_dir(repo: Repo, series: str) -> Path:
@@ -106,8 +107,10 @@ def _invalid(s: dict[str, Any]) -> str:
         return f"branch {s['branch']!r} is not a branch"
     names = {f.name for f in fields(PatchResult)}
     for p in s["patches"]:
-        if not isinstance(p, dict) or set(p) != names:
+        if not isinstance(p, dict) or not names - _NEWER <= set(p) <= names:
             return "a patch entry does not have the fields of a patch"
+        if not _why_ok(p.get("cause"), p.get("builds_on", "")):
+            return "a patch entry's cause or builds_on is not a commit and a patch file"
         if p["status"] not in STATUSES or not isinstance(p["number"], int):
             return f"a patch entry has status {p.get('status')!r}"
     if not 0 <= s["position"] <= len(s["patches"]):
@@ -121,6 +124,16 @@ def _invalid(s: dict[str, Any]) -> str:
     if not all(isinstance(p, str) for p in s["paths"]):
         return "field 'paths' is not a list of paths"
     return _invalid_group(s.get("group", []))
+
+
+def _why_ok(cause: Any, builds_on: Any) -> bool:
+    """A patch's why (`replay.why`): printed at every resume, so checked like the rest."""
+    if not isinstance(builds_on, str):
+        return False
+    return cause is None or isinstance(cause, dict) and set(cause) == {"sha", "subject", "pr"} \
+        and isinstance(cause["sha"], str) and bool(_SHA.match(cause["sha"])) \
+        and isinstance(cause["subject"], str) \
+        and (cause["pr"] is None or type(cause["pr"]) is int)
 
 
 def _invalid_group(group: Any) -> str:

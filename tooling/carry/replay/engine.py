@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from carry.git import Ident, Repo
+from carry.replay import why as whymod
 from carry.replay.chain import Carried, load_chain
 from carry.replay.drops import Drop, find_drops
 from carry.replay.runs import PatchResult as PatchResult
@@ -48,6 +49,13 @@ class TargetResult:
     message: str = ""
     refreshed: dict[str, Any] = field(default_factory=dict)
 
+    json_extra = ("why",)
+
+    @property
+    def why(self) -> list[dict[str, Any]]:
+        """Each conflicting patch and why it conflicts, root conflicts first."""
+        return whymod.explain(self.patches)
+
     def count(self, status: str) -> int:
         return sum(1 for p in self.patches if p.status == status)
 
@@ -76,19 +84,22 @@ def steps_for(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchR
 
 
 def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
-             committer: Ident) -> None:
+             committer: Ident, onto: str = "") -> None:
     """Which later patches would conflict too: the rest of the series replayed with the
     stopping patch (and each further conflict) left out, on copies; each such patch gets its
     paths in `forecast` and the status `would-conflict`, which a resume turns back into
-    `pending`. Nothing else is kept: the trial's commits are unreferenced."""
+    `pending`. Nothing else is kept: the trial's commits are unreferenced. Given the target
+    commit `onto`, each conflict also gets its why (`replay.why`)."""
     trial = [replace(s) for s in steps]
     trial[stop].status = "skipped"
     while True:
         head, again, paths = run_steps(repo, trial, head, committer)
         if again is None:
-            return
+            break
         steps[again].status, steps[again].forecast = "would-conflict", paths
         trial[again].status = "skipped"
+    if onto:
+        whymod.annotate(repo, steps, onto)
 
 
 def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carried],
@@ -125,7 +136,7 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
                 step.status, step.reason = "dropped", drops[c.number].reason
                 step.upstream = drops[c.number].upstream
     if stop is not None:
-        forecast(repo, steps, stop, head, committer)
+        forecast(repo, steps, stop, head, committer, onto=target.sha)
     status = "applied" if stop is None else "conflict"
     result = TargetResult(series.name, target.name, target.ref, target.sha, status,
                           head if stop is None else "", steps)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,27 +150,40 @@ def _resolved(wt: Path) -> str:
     return "".join(out)
 
 
-def test_bisection_costs_about_log2_n_merges(fifty: Fifty, monkeypatch: pytest.MonkeyPatch,
-                                             tmp_path: Path) -> None:
+def test_bisection_costs_about_log2_n_merges_and_a_rerun_none(
+        fifty: Fifty, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Counted, not timed: every merge carry runs is traced by $CARRY_TRACE_MERGES."""
     s = seriesmod.find(fifty.root, "demo")
     repo = Repo.open(fifty.up.path)
+    trace = tmp_path / "merges.txt"
+    kept = fifty.up.path / ".git" / "carry" / "why"
     try:
-        result = replay(s, repo, "main")
-        steps = result.patches
+        steps = replay(s, repo, "main").patches
         assert [x.status for x in steps] == ["conflict", "pending", "would-conflict",
                                              "would-conflict"]
-        trace = tmp_path / "merges.txt"
+        assert len(list(kept.iterdir())) == 3  # the replay's forecast kept each why
+        shutil.rmtree(kept)
         monkeypatch.setenv("CARRY_TRACE_MERGES", str(trace))
         why.annotate(repo, steps, fifty.up.rev("main"))
+        merges = len(trace.read_text().splitlines())
+        # two roots: the bisection over the commits that touch src/util.py (8 of the 50)
+        # and the check at the target, at most two merges a probe; 0003 takes 0001 out and
+        # tries (1), 0004 takes 0003 and 0001 out and tries after each (2)
+        probes = math.ceil(math.log2(8 + 1)) + 1
+        assert 0 < merges <= 2 * 2 * probes + 1 + 2, merges
+        assert steps[0].cause and steps[0].cause["sha"] == fifty.causes["0001"]
+        first = [(x.cause, x.builds_on) for x in steps]
+
+        trace.unlink()
+        why.annotate(repo, steps, fifty.up.rev("main"))  # asked again: from .git/carry/why
+        assert not trace.exists()
+        assert [(x.cause, x.builds_on) for x in steps] == first
+        for entry in kept.iterdir():  # a damaged entry is worked out again
+            entry.write_bytes(entry.read_bytes().replace(b"1020", b"1021"))
+        why.annotate(repo, steps, fifty.up.rev("main"))
+        assert trace.exists() and [(x.cause, x.builds_on) for x in steps] == first
     finally:
         repo.close()
-    merges = len(trace.read_text().splitlines())
-    probes = math.ceil(math.log2(50)) + 1  # the bisection and the check at the target
-    # two roots, two merges a probe; 0003 takes out 0001 and tries (2), 0004 takes out 0003
-    # and 0001 and tries after each (4)
-    assert merges <= 2 * 2 * probes + 2 + 4, merges
-    assert steps[0].cause and steps[0].cause["sha"] == fifty.causes["0001"]
 
 
 def test_ci_summary_and_tracking_issue_say_why_roots_first(fifty: Fifty, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.replay.engine import PatchResult, TargetResult
 from carry.replay.targets import ResolvedTarget
+from carry.replay.why import valid_cause
 
 VERSION = 2
 PHASES = ("conflict", "replaying", "finishing")
@@ -109,7 +110,7 @@ def _invalid(s: dict[str, Any]) -> str:
     for p in s["patches"]:
         if not isinstance(p, dict) or not names - _NEWER <= set(p) <= names:
             return "a patch entry does not have the fields of a patch"
-        if not _why_ok(p.get("cause"), p.get("builds_on", "")):
+        if not isinstance(p.get("builds_on", ""), str) or not valid_cause(p.get("cause")):
             return "a patch entry's cause or builds_on is not a commit and a patch file"
         if p["status"] not in STATUSES or not isinstance(p["number"], int):
             return f"a patch entry has status {p.get('status')!r}"
@@ -124,16 +125,6 @@ def _invalid(s: dict[str, Any]) -> str:
     if not all(isinstance(p, str) for p in s["paths"]):
         return "field 'paths' is not a list of paths"
     return _invalid_group(s.get("group", []))
-
-
-def _why_ok(cause: Any, builds_on: Any) -> bool:
-    """A patch's why (`replay.why`): printed at every resume, so checked like the rest."""
-    if not isinstance(builds_on, str):
-        return False
-    return cause is None or isinstance(cause, dict) and set(cause) == {"sha", "subject", "pr"} \
-        and isinstance(cause["sha"], str) and bool(_SHA.match(cause["sha"])) \
-        and isinstance(cause["subject"], str) \
-        and (cause["pr"] is None or type(cause["pr"]) is int)
 
 
 def _invalid_group(group: Any) -> str:

@@ -89,17 +89,27 @@ def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
     stopping patch (and each further conflict) left out, on copies; each such patch gets its
     paths in `forecast` and the status `would-conflict`, which a resume turns back into
     `pending`. Nothing else is kept: the trial's commits are unreferenced. Given the target
-    commit `onto`, each conflict also gets its why (`replay.why`)."""
+    commit `onto`, each conflict also gets its why (`replay.why`), worked out on another
+    thread while the forecast goes on."""
     trial = [replace(s) for s in steps]
     trial[stop].status = "skipped"
-    while True:
-        head, again, paths = run_steps(repo, trial, head, committer)
-        if again is None:
-            break
-        steps[again].status, steps[again].forecast = "would-conflict", paths
-        trial[again].status = "skipped"
-    if onto:
-        whymod.annotate(repo, steps, onto)
+    why = whymod.Why(repo, steps, onto) if onto else None
+    try:
+        if why:
+            why.add(stop)
+        while True:
+            head, again, paths = run_steps(repo, trial, head, committer)
+            if again is None:
+                break
+            steps[again].status, steps[again].forecast = "would-conflict", paths
+            if why:
+                why.add(again)
+            trial[again].status = "skipped"
+        if why:
+            why.finish()
+    finally:
+        if why:
+            why.close()
 
 
 def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carried],

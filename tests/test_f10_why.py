@@ -25,6 +25,7 @@ from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry, util
 MakeSeries = Callable[..., Any]
 TOKEN = "ghp_why_secret_value_1122334455"
 FORK = "lab/fork"
+OTHERS = ("h6", "h7", "h8", "h9", "h10", "h11", "h12", "h13", "h17", "h18", "h19")
 
 
 @dataclass
@@ -44,8 +45,8 @@ def fifty(upstream: CommitBuilder, make_series: MakeSeries, series_root: Path) -
     """Four patches: 0001 retunes h3 (a root conflict), 0002 touches another file, 0003
     changes the line 0001 wrote (it builds on 0001), 0004 retunes h15 (a second root).
     Upstream main then gets 50 commits: #1020 retunes h3 and #1035 reworks h15 (the two
-    causes), #1042 touches h3 again later (so the line is not "first touch"), and others
-    change other functions of the same file or other files."""
+    causes), #1042 touches h3 again later (so the line is not "first touch"), and the others
+    change other functions of the same file (most of them) or other files."""
     up = upstream
     up.checkout("base")
     git(up.path, "checkout", "-q", "-b", "feature")
@@ -64,8 +65,8 @@ def fifty(upstream: CommitBuilder, make_series: MakeSeries, series_root: Path) -
             state[key] = value
             sha = up.commit(f"{subject} (#{1000 + i})", {"src/util.py": util(**state)})
             causes.setdefault(key, sha)
-        elif i in (5, 12, 27, 44):
-            state[{5: "h8", 12: "h10", 27: "h18", 44: "h12"}[i]] = 1000 + i
+        elif i % 5:  # most commits change other functions of the same file
+            state[OTHERS[i % len(OTHERS)]] = 1000 + i
             up.commit(f"Tweak another helper (#{1000 + i})", {"src/util.py": util(**state)})
         else:
             up.commit(f"Docs page {i} (#{1000 + i})", {f"docs/page{i}.md": f"page {i}\n"})
@@ -137,6 +138,19 @@ def test_after_skip_the_dependent_patch_names_the_skipped_one_and_status_shows_w
     assert three["status"] == "applied" and three["builds_on"] == "0001-Tune-h3.patch"
 
 
+def test_a_forecast_conflict_that_applies_after_continue_keeps_no_why(fifty: Fifty) -> None:
+    assert fifty.carry("rebase", "demo", "--onto", "main").code == 1
+    state_file = fifty.up.path / ".git/carry/rebase/demo/main.json"
+    wt = Path(json.loads(state_file.read_text())["worktree"])
+    (wt / "src" / "util.py").write_text(_resolved(wt))  # 0001 keeps its h3 = 33
+    git(wt, "add", "src/util.py")
+    res = fifty.carry("rebase", "--continue")
+    assert res.code == 1 and "CONFLICT in 0004-" in res.out, res.out + res.err
+    assert "builds on" not in res.out  # 0003 applied on 0001's resolved lines
+    three = json.loads(state_file.read_text())["patches"][2]
+    assert (three["status"], three["cause"], three["builds_on"]) == ("applied", None, "")
+
+
 def _resolved(wt: Path) -> str:
     """The conflicted util.py with every conflict taken as the patch's lines."""
     out, keep = [], True
@@ -166,10 +180,13 @@ def test_bisection_costs_about_log2_n_merges_and_a_rerun_none(
         monkeypatch.setenv("CARRY_TRACE_MERGES", str(trace))
         why.annotate(repo, steps, fifty.up.rev("main"))
         merges = len(trace.read_text().splitlines())
-        # two roots: the bisection over the commits that touch src/util.py (8 of the 50)
-        # and the check at the target, at most two merges a probe; 0003 takes 0001 out and
-        # tries (1), 0004 takes 0003 and 0001 out and tries after each (2)
-        probes = math.ceil(math.log2(8 + 1)) + 1
+        # two roots: the bisection over the commits that touch src/util.py (most of the
+        # 50) and the check at the target, at most two merges a probe; 0003 takes 0001 out
+        # and tries (1), 0004 takes 0003 and 0001 out and tries after each (2)
+        touching = int(git(fifty.up.path, "rev-list", "--count", "base..main", "--",
+                           "src/util.py"))
+        assert touching > 35
+        probes = math.ceil(math.log2(touching + 1)) + 1
         assert 0 < merges <= 2 * 2 * probes + 1 + 2, merges
         assert steps[0].cause and steps[0].cause["sha"] == fifty.causes["0001"]
         first = [(x.cause, x.builds_on) for x in steps]

@@ -109,9 +109,9 @@ class Why:
                 else:
                     known["cause"] = _bisect(repo, p, context, paths,
                                              self._line(sources, paths))
+                _remember(repo, key, known)
             except CarryError:  # a shape the in-memory merges cannot take: no why
                 pass
-            _remember(repo, key, known)
         on_file = next((file for src, file, _ in shared if src == known["builds_on"]), "")
         return known["cause"], on_file
 

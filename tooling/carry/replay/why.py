@@ -98,8 +98,12 @@ class Why:
         shared = [(src, file, paths & self._changes.get(src, {}).keys())
                   for src, file in earlier]
         shared = [x for x in shared if x[2]]
-        key = _key(self._onto, p.sha, [src for src, _, _ in shared])
-        known = _recall(repo, key)
+        left_out = [src for src, _, _ in shared]
+        # what P builds on does not depend on the target; a root's cause does
+        built, rooted = _key("", p.sha, left_out), _key(self._onto, p.sha, left_out)
+        known = _recall(repo, built)
+        if known is not None and not known["builds_on"]:
+            known = _recall(repo, rooted)
         if known is None:
             known = {"builds_on": "", "cause": None}
             try:
@@ -109,7 +113,8 @@ class Why:
                 else:
                     known["cause"] = _bisect(repo, p, context, paths,
                                              self._line(sources, paths))
-                _remember(repo, key, known)
+                    _remember(repo, rooted, known)
+                _remember(repo, built, {"builds_on": known["builds_on"], "cause": None})
             except CarryError:  # a shape the in-memory merges cannot take: no why
                 pass
         on_file = next((file for src, file, _ in shared if src == known["builds_on"]), "")
@@ -123,8 +128,9 @@ class Why:
 
 
 def _key(onto: str, patch: str, left_out: list[str]) -> str:
-    """What a patch's why depends on: the target, the patch (its chain, so its base and
-    every patch before it) and the earlier patches left out that share its paths."""
+    """What a patch's why depends on: the patch (its chain, so its base and every patch
+    before it), the earlier patches left out that share its paths, and for a root's cause
+    the target."""
     return hashlib.sha256("\0".join(["carry-why-1", onto, patch, *left_out]).encode()
                           ).hexdigest()[:40]
 

@@ -27,6 +27,7 @@ def import_(
     pr: Annotated[Optional[int], typer.Option(help="Import refs/pull/N/head against --base.")] = None,  # noqa: UP045,E501
     base: Annotated[Optional[str], typer.Option(help="The base ref (default: the manifest's).")] = None,  # noqa: UP045,E501
     title: Annotated[Optional[str], typer.Option(help="Title for a new series.")] = None,  # noqa: UP045
+    force: Annotated[bool, typer.Option(help="Import even patches that go back to an older version.")] = False,  # noqa: E501
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
@@ -35,14 +36,17 @@ def import_(
     The commits go into series/NAME as git format-patch files; the same commits again change
     no byte. A series that does not exist yet gets a bare manifest (`carry init` makes a full
     one). A branch that merged upstream becomes a linear series on the last upstream it
-    merged, keeping what the merges resolved.
+    merged, keeping what the merges resolved. Patches that are an older version's (a range
+    imported before a `rebase --refresh`), or that change a patch a recorded resolution names,
+    are refused unless --force.
 
     Example: carry import my-fix --repo ../vllm --range upstream/main..my-branch
     """
     from carry.cli import views
     from carry.intake import importer
 
-    result = importer.run(_root(series_dir), name, repo, range_, branch, pr, base, title)
+    result = importer.run(_root(series_dir), name, repo, range_, branch, pr, base, title,
+                          force=force)
     views.show_import(result, json)
 
 

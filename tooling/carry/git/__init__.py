@@ -29,6 +29,7 @@ from carry.git.base import (
 from carry.git.history import (
     FORMAT_PATCH_ARGS,
     FROM_LINE,
+    GRAFT_IDENT,
     History,
     PendingMerge,
     mailinfo,
@@ -40,9 +41,10 @@ from carry.git.refs import ANY, Refs, RefUpdate
 from carry.git.worktrees import Worktrees
 
 __all__ = [
-    "ANY", "FORMAT_PATCH_ARGS", "FROM_LINE", "INDEX_PREFIX", "NULL_SHA", "ApplyError", "Entry",
-    "GitError", "Ident", "LogEntry", "MergeResult", "PendingMerge", "RawCommit", "RefUpdate",
-    "Repo", "check_remote", "mailinfo", "parse_changes", "parse_commit",
+    "ANY", "FORMAT_PATCH_ARGS", "FROM_LINE", "GRAFT_IDENT", "INDEX_PREFIX", "NULL_SHA",
+    "ApplyError", "Entry", "GitError", "Ident", "LogEntry", "MergeResult", "PendingMerge",
+    "RawCommit", "RefUpdate", "Repo", "check_remote", "mailinfo", "parse_changes",
+    "parse_commit",
 ]
 
 

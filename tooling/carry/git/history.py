@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from carry.git.base import (
     EOO,
     STABLE_CONFIG,
     GitError,
+    Ident,
     LogEntry,
     MergeResult,
     RawCommit,
@@ -26,6 +27,10 @@ from carry.git.base import (
 )
 from carry.git.objects import Entry
 from carry.git.trees import Trees
+
+# Who the throw-away commits of an in-memory merge are by: fixed, so that the same merge
+# asked again writes the same objects (and a cache keyed by them holds).
+GRAFT_IDENT = Ident("carry", "carry@localhost", "0 +0000")
 
 FROM_LINE = re.compile(rb"^From ([0-9a-f]{40}) Mon Sep 17 00:00:00 2001$", re.M)
 
@@ -257,6 +262,77 @@ class History(Trees):
             mode, sha, stage = info.split(b" ")
             stages.setdefault(path, {})[int(stage)] = (mode, sha.decode())
         return tree.decode(), stages
+
+    def merge_onto(self, ours_tree: str, base: str, theirs: str,
+                   paths: Iterable[bytes] | None = None) -> MergeResult:
+        """merge(base, ours, theirs) with a chosen base and no worktree. git 2.39's merge-tree
+        has no --merge-base, so `ours_tree` is grafted onto `base`: with `theirs` a
+        descendant of `base`, `base` is their one best common ancestor.
+
+        `paths`, when given, are the only paths at which `theirs` differs from `base`; where
+        at each of them one side kept the base's entry (or both sides made the same), the
+        result is what git gives, worked out in memory without a process."""
+        if paths is not None:
+            done = self._trivial_merge(ours_tree, base, theirs, paths)
+            if done is not None:
+                return done
+        graft = self.write_commit(ours_tree, [base], b"carry graft\n", GRAFT_IDENT, GRAFT_IDENT)
+        return self.merge_tree(graft, theirs)
+
+    def _trivial_merge(self, ours_tree: str, base: str, theirs: str,
+                       paths: Iterable[bytes]) -> MergeResult | None:
+        before, after = self.read_commit(base).tree, self.read_commit(theirs).tree
+        edits: dict[bytes, Entry | None] = {}
+        for path in paths:
+            b, o, t = (self.tree_lookup(x, path) for x in (before, ours_tree, after))
+            if t == b or o == t:
+                continue
+            if o != b:
+                return None  # both sides changed it: git's content merge decides
+            edits[path] = t
+        try:
+            tree = self.edit_tree(ours_tree, edits) if edits else ours_tree
+        except CarryError:  # a file that becomes a directory: git's own merge
+            return None
+        return MergeResult(tree or self.write_object("tree", b""), True, ())
+
+    def unapply_tree(self, commit: RawCommit, tree: str,
+                     paths: Iterable[bytes] | None = None) -> MergeResult:
+        """`tree` (which holds `commit`'s change) without that change: merge(base=commit,
+        ours=tree, theirs=commit's parent), the revert `git revert` would make, in memory;
+        with `paths`, taken out at those paths only (the rest of it may not come out cleanly,
+        and need not)."""
+        if not commit.parents:
+            raise CarryError(f"cannot take out root commit {commit.sha[:12]}")
+        before = self.read_commit(commit.parents[0]).tree
+        if paths is not None:
+            before = self.edit_tree(commit.tree, {p: self.tree_lookup(before, p)
+                                                  for p in paths}) or self.write_object(
+                "tree", b"")
+        back = self.write_commit(before, [commit.sha], b"carry revert\n", GRAFT_IDENT,
+                                 GRAFT_IDENT)
+        return self.merge_onto(tree, commit.sha, back, paths)
+
+    def first_parent_changes(self, since: str, until: str, paths: Iterable[bytes]
+                             ) -> list[tuple[str, set[bytes]]]:
+        """The commits on `until`'s first-parent line after `since` that change any of
+        `paths` against their first parent, oldest first, each with which of them (a rename
+        counts at both names): the only commits at which a merge of those paths can change.
+        One `git log`, its diffs limited to the paths."""
+        specs = sorted({os.fsdecode(p) for p in paths})
+        if not specs:
+            return []
+        out = self._run(*STABLE_CONFIG, "--literal-pathspecs", "log", "-z", "--first-parent",
+                        "--no-renames", "--no-show-signature", "--name-only", "--format=%x01%H",
+                        until, "--not", since, "--", *specs).stdout
+        found: list[tuple[str, set[bytes]]] = []
+        for token in out.split(b"\0"):
+            token = token.strip(b"\n")
+            if token.startswith(b"\x01"):
+                found.append((token[1:].decode(), set()))
+            elif token and found:
+                found[-1][1].add(token)
+        return found[::-1]
 
     def commit_changes(self, commits: Sequence[str]
                        ) -> dict[str, dict[bytes, tuple[Entry | None, Entry | None]]]:

@@ -204,7 +204,8 @@ def _track(ctx: _Context, s: seriesmod.Series, target: str, row: Row) -> list[Ac
     base = s.manifest.base.commit
     report = tracking.ConflictReport(
         s.name, target, row.ref, row.onto, base, stop.file, stop.subject, stop.author,
-        list(stop.paths), ctx.repo.commits_touching(base, row.onto, stop.paths) if base else [])
+        list(stop.paths), ctx.repo.commits_touching(base, row.onto, stop.paths) if base else [],
+        tracking.why_lines(row.why))
     title, text = tracking.title(report), tracking.body(report)
     full = forge_repo(s, ctx.opts)
     act = Action(s.name, target, row.ref, "issue", "would-open" if ctx.opts.dry_run else "")

@@ -138,8 +138,10 @@ def test_series_list_says_where_and_lists_bad_manifests(tmp_path: Path) -> None:
 def test_json_errors_are_json_on_stdout(tmp_path: Path) -> None:
     r = run_carry("check", "nope", "--json", "--series-dir", str(tmp_path))
     assert r.code == 2 and r.err.startswith("carry: error: unknown series 'nope'")
-    assert json.loads(r.out) == {"error": f"unknown series 'nope' in {tmp_path} (known: none)",
-                                 "hint": None, "exit": 2}
+    data = json.loads(r.out)
+    assert data["hint"].startswith("pass --series-dir DIR or set CARRY_SERIES_DIR")
+    assert data == {"error": f"unknown series 'nope' in {tmp_path} (known: none)",
+                    "hint": data["hint"], "exit": 2}
     plain = run_carry("check", "nope", "--series-dir", str(tmp_path))
     assert plain.out == ""
 

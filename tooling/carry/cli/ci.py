@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from carry.base.errors import CarryError
 from carry.cli.app import (
     ApiUrl,
     Engine,
@@ -21,6 +20,7 @@ from carry.cli.app import (
     RepoPath,
     SeriesDir,
     TokenEnv,
+    _repo,
     _root,
     app,
     grouped,
@@ -90,8 +90,7 @@ def _loop_flags(
 def ci_job(
     ctx: typer.Context,
     *,
-    repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--repo", help="Path of the git repository to work in.")] = None,
+    repo: RepoPath = None,
     names: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         "--series", help="A series to check; repeat. Default: every imported series.")] = None,
     target: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
@@ -116,9 +115,9 @@ def ci_job(
     from carry.git import Repo
     from carry.job import cells as jobmod
 
-    if repo is None:
-        raise CarryError("carry ci needs --repo PATH", hint="carry ci --help")
-    result = jobmod.run(_root(series_dir), names or [], Repo.open(repo), target or [],
+    root = _root(series_dir)
+    result = jobmod.run(root, names or [], Repo.open(_repo(repo, root, *(names or []))),
+                        target or [],
                         onto or [], job, loop)
     views.show_job(result, json)
     raise typer.Exit(result.exit_code)
@@ -126,7 +125,7 @@ def ci_job(
 
 @ci_app.command("matrix")
 def ci_matrix(
-    repo: RepoPath,
+    repo: RepoPath = None,
     ledger: Ledger = Path("carry-ledger.json"),
     force: Annotated[bool, typer.Option(help="List cells the ledger holds too.")] = False,
     series_dir: SeriesDir = None,
@@ -141,7 +140,8 @@ def ci_matrix(
     from carry.git import Repo
     from carry.job import cells as job
 
-    views.show_matrix(*job.matrix(_root(series_dir), Repo.open(repo), ledger, force))
+    root = _root(series_dir)
+    views.show_matrix(*job.matrix(root, Repo.open(_repo(repo, root)), ledger, force))
 
 
 @ci_app.command("run")
@@ -150,7 +150,7 @@ def ci_matrix(
 def ci_run(
     name: Name,
     target_name: Annotated[str, typer.Argument(metavar="TARGET", help="A manifest target.")],
-    repo: RepoPath,
+    repo: RepoPath = None,
     ref: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="The tag or branch the cell checks (a tag target needs it).")] = None,
     ledger: Ledger = Path("carry-ledger.json"),
@@ -173,8 +173,9 @@ def ci_run(
     from carry.git import Repo
     from carry.job import cells as jobmod
 
-    result = jobmod.run_cell(_root(series_dir), name, target_name, ref, Repo.open(repo), job,
-                             ledger, force, loop)
+    root = _root(series_dir)
+    result = jobmod.run_cell(root, name, target_name, ref, Repo.open(_repo(repo, root, name)),
+                             job, ledger, force, loop)
     views.show_job(result, json)
     raise typer.Exit(result.exit_code)
 
@@ -183,7 +184,7 @@ def ci_run(
 @grouped("loop", _loop_flags)
 def ci_loop(
     summaries: Annotated[list[Path], typer.Argument(help="summary.json files of the cells.")],
-    repo: RepoPath,
+    repo: RepoPath = None,
     out: Out = Path("carry-out"),
     *,
     loop: LoopOptions,
@@ -200,7 +201,8 @@ def ci_loop(
     from carry.git import Repo
     from carry.job import cells as job
 
-    result = job.loop_from(_root(series_dir), Repo.open(repo), summaries, out, loop)
+    root = _root(series_dir)
+    result = job.loop_from(root, Repo.open(_repo(repo, root)), summaries, out, loop)
     views.show_job(result, json)
     raise typer.Exit(result.exit_code)
 
@@ -223,7 +225,7 @@ def ci_merge_ledger(
 @app.command()
 def releases(
     name: Name,
-    repo: RepoPath,
+    repo: RepoPath = None,
     index_url: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="PEP 691 index (default: PIP_INDEX_URL, then pip's configuration).")] = None,
     package: Annotated[Optional[str], typer.Option(  # noqa: UP045
@@ -246,7 +248,9 @@ def releases(
     from carry.job import releases as rel
     from carry.series import store as series
 
-    s = series.find(_root(series_dir), name)
-    views.show_releases(rel.run(s, Repo.open(repo), ledger, index_url, package, since), json)
+    root = _root(series_dir)
+    s = series.find(root, name)
+    git_repo = Repo.open(_repo(repo, root, name))
+    views.show_releases(rel.run(s, git_repo, ledger, index_url, package, since), json)
 
 

@@ -9,7 +9,7 @@ import sys
 
 import typer
 
-from carry.base.errors import CarryError
+from carry.base.errors import CarryError, MissingRef
 from carry.cli.app import app
 
 # Each command module registers its commands on `app` when imported, in this order, which is
@@ -20,6 +20,13 @@ for _module in COMMAND_MODULES:
 
 
 def _fail(exc: CarryError) -> None:
+    if isinstance(exc, MissingRef):  # read from the wrong repository? say --repo
+        import contextlib
+
+        from carry.cli import where
+
+        with contextlib.suppress(CarryError):
+            where.explain(exc)
     print(f"carry: error: {exc.line()}", file=sys.stderr)
     if "--json" in sys.argv[1:]:  # a script reading stdout gets the error there too
         import json

@@ -20,6 +20,7 @@ from carry.cli.app import (
     SeriesDir,
     TokenEnv,
     _branch,
+    _repo,
     _root,
     app,
     grouped,
@@ -43,11 +44,11 @@ def _access(api_url: ApiUrl = None, token_env: TokenEnv = None,
 def pr(
     names: Annotated[list[str], typer.Argument(metavar="NAME...",
                                                help="One series, or several to consolidate.")],
-    repo: RepoPath,
     branch: Annotated[str, typer.Option(callback=_branch,
                                         help="The branch that carries the series.")],
     forge_repo: ForgeRepo,
     base: Annotated[str, typer.Option(help="The branch the PR targets.")],
+    repo: RepoPath = None,
     remote: Annotated[str, typer.Option(help="The git remote to push to.")] = "origin",
     validation: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         help="A `carry validate --json` report of this tree; once per series "
@@ -74,7 +75,8 @@ def pr(
     from carry.series import store as series
 
     root = _root(series_dir)
-    result = prmod.run([series.find(root, n) for n in names], Repo.open(repo), branch, remote,
+    found = [series.find(root, n) for n in names]
+    result = prmod.run(found, Repo.open(_repo(repo, root, *names)), branch, remote,
                        base, forge_repo, validation, draft, dry_run,
                        access, title, force, allow_failed)
     views.show_pr(result, json)

@@ -14,6 +14,7 @@ from carry.cli.app import (
     RepoPath,
     SeriesDir,
     _branch,
+    _repo,
     _root,
     app,
 )
@@ -29,7 +30,7 @@ Flag = typer.Option
 def rebase(
     name: Annotated[Optional[str], typer.Argument(  # noqa: UP045
         help="The series; optional with --continue, --skip or --abort.")] = None,
-    repo: RepoPath = ".",
+    repo: RepoPath = None,
     onto: Refs = None,
     target: Targets = None,
     branch: Annotated[Optional[str], Flag(  # noqa: UP045
@@ -52,6 +53,7 @@ def rebase(
     Example: carry rebase my-fix --repo ../vllm --target upstream-main --dry-run
     """
     from carry.cli import views
+    from carry.cli.where import repo_path
     from carry.git import Repo
     from carry.rebase import command as rebasemod
     from carry.rebase import resume
@@ -59,7 +61,10 @@ def rebase(
     from carry.series import store as series
 
     opts = rebasemod.Options(onto or [], target or [], branch, refresh, fetch, dry_run, force)
-    git_repo, root, name = resume.locate(Repo.open(repo), series_dir, name, opts,
+    where = repo_path(repo, _root(series_dir), [name] if name else [],
+                      resuming=continue_ or skip or abort)
+    assert where is not None  # needed: repo_path raises rather than give none
+    git_repo, root, name = resume.locate(Repo.open(where), series_dir, name, opts,
                                          continue_, skip, abort)
     with locks.for_rebase(root, name, git_repo, dry_run):
         outcome = rebasemod.command(series.find(root, name), git_repo, opts,
@@ -72,9 +77,9 @@ def rebase(
 def range_diff(
     name: Name,
     old: Annotated[str, typer.Argument(help="The old version: vN, or 'current'.")],
-    repo: RepoPath,
     new: Annotated[Optional[str], typer.Argument(  # noqa: UP045
         help="The new version (default: current).")] = None,
+    repo: RepoPath = None,
     against: Annotated[Optional[str], Flag(  # noqa: UP045
         help="Compare OLD with a branch instead: BASE..HEAD, or a rebased ref.")] = None,
     series_dir: SeriesDir = None,
@@ -89,6 +94,8 @@ def range_diff(
     from carry.rebase import rangediff
     from carry.series import store as series
 
-    result = rangediff.run(series.find(_root(series_dir), name), Repo.open(repo), old, new,
+    root = _root(series_dir)
+    found = series.find(root, name)
+    result = rangediff.run(found, Repo.open(_repo(repo, root, name)), old, new,
                            against, color=not json and sys.stdout.isatty())
     views.show_range_diff(result, json)

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from carry.cli.app import Json, Name, SeriesDir, _root, app
+from carry.cli.app import REPO_RULE, Json, Name, SeriesDir, _root, app
 
 
 @app.command()
@@ -18,7 +18,10 @@ def init(
     upstream: Annotated[str, typer.Option(help="Upstream on GitHub, OWNER/REPO.")],
     fork: Annotated[str, typer.Option(help="The fork that carries the series, OWNER/REPO.")],
     repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        help="A local clone to read remotes, tags and branches from.")] = None,
+        envvar="CARRY_REPO", show_envvar=True, metavar="PATH",
+        help="A local clone to read remotes, tags and branches from (default: the git "
+             "checkout of the current directory when a remote of it points at --upstream "
+             "or --fork; else none).")] = None,
     dev_branch: Annotated[str, typer.Option(
         "--dev-branch", help="The fork's integration branch (default: its newest dev/*).")] = "",
     base: Annotated[str, typer.Option(
@@ -34,9 +37,12 @@ def init(
     Example: carry init my-fix --upstream vllm-project/vllm --fork me/vllm --repo ../vllm
     """
     from carry.cli import views
+    from carry.cli.where import repo_path
     from carry.intake import init as initmod
 
-    result = initmod.run(_root(series_dir), name, upstream, fork, repo, dev_branch, base, title)
+    root = _root(series_dir)
+    clone = repo_path(repo, root, needed=False, slugs=(upstream, fork))
+    result = initmod.run(root, name, upstream, fork, clone, dev_branch, base, title)
     views.show_init(result, json)
 
 
@@ -45,7 +51,9 @@ def status(
     name: Annotated[Optional[str], typer.Argument(  # noqa: UP045
         help="One series (default: every series).")] = None,
     repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        help="The repository carry rebased and validated in.")] = None,
+        envvar="CARRY_REPO", show_envvar=True, metavar="PATH",
+        help=f"The repository carry rebased and validated in ({REPO_RULE}; else none).")
+    ] = None,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
@@ -58,9 +66,14 @@ def status(
     Example: carry status my-fix --repo ../vllm
     """
     from carry import status as statusmod
+    from carry.base.errors import CarryError
     from carry.cli import views
+    from carry.cli.where import repo_path
     from carry.series import store as series
 
     root = _root(series_dir)
     chosen = [series.find(root, name)] if name else series.list_series(root)
-    views.show_status(statusmod.run(chosen, repo), json)
+    if not chosen:
+        raise CarryError(f"no series in {root}", hint=series.where_hint(root))
+    views.show_status(statusmod.run(chosen, repo_path(repo, root, [name] if name else [],
+                                                      needed=False)), json)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from carry.base.errors import CarryError
+from carry.base.suggest import did_you_mean
 from carry.git import Repo
 from carry.series.store import MANIFEST, PATCH_DIR, PATCH_NAME, ChangelogEntry, Manifest, Series
 
@@ -70,16 +71,18 @@ def read(series: Series, version: str) -> Snapshot:
         current = {p.name: p.read() for p in series.patches()}
         return Snapshot(version, series.manifest_path.read_text("utf-8"), current)
     if not number.isdigit():
-        raise CarryError(f"bad version {version!r}: expected vN or 'current'")
+        raise CarryError(f"bad version {version!r}: expected vN or 'current'",
+                         hint=did_you_mean(version, ["current"]))
     repo = toolkit_repo(series)
     if repo is None:
         return _read_outside_git(series, version, int(number))
     name = tag_name(series.name, int(number))
     tree = repo.try_rev_parse(f"refs/tags/{name}", "tree")
     if tree is None:
-        known = ", ".join(t.rsplit("/", 1)[-1]
-                          for t in repo.version_tags(f"series/{series.name}/v*"))
-        raise CarryError(f"no version {version} of {series.name} (known: {known or 'none'})")
+        known = [t.rsplit("/", 1)[-1] for t in repo.version_tags(f"series/{series.name}/v*")]
+        raise CarryError(f"no version {version} of {series.name} (known: "
+                         f"{', '.join(known) or 'none'})",
+                         hint=did_you_mean(version, [*known, "current"]))
     files: dict[str, bytes] = {}
     sub = repo.tree_lookup(tree, PATCH_DIR.encode())
     for raw, (_, sha) in (repo.tree_items(sub[1]) if sub else {}).items():
@@ -131,8 +134,8 @@ def _read_outside_git(series: Series, version: str, number: int) -> Snapshot:
             series.root / KEPT).is_dir() else []
         raise CarryError(f"no version {version} of {series.name} in {series.root / KEPT} "
                          f"(kept: {', '.join(kept) or 'none'})",
-                         hint="outside a git checkout, `rebase --refresh` keeps old versions "
-                              "there")
+                         hint=did_you_mean(version, kept) or "outside a git checkout, "
+                         "`rebase --refresh` keeps old versions there")
     files = {p.name: p.read_bytes() for p in sorted((d / PATCH_DIR).iterdir())
              if PATCH_NAME.match(p.name) and p.is_file() and not p.is_symlink()}
     return Snapshot(version, (d / MANIFEST).read_text("utf-8"), files)

@@ -56,12 +56,17 @@ def check(
     name: Name,
     against_repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--against-repo", help="Also compare every patch with its original commit here.")] = None,
+    dco: Annotated[bool, typer.Option(
+        "--dco", help="Also check DCO as vLLM does: every patch has a Signed-off-by with its "
+                      "author's email (a policy exception does not excuse it).")] = False,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
     """Audit authors, dates and trailers against the policy.
 
-    Example: carry check my-fix --against-repo ../vllm
+    Exit 1 on a violation (with --dco, also a patch without its author's sign-off).
+
+    Example: carry check my-fix --against-repo ../vllm --dco
     """
     from carry.cli import views
     from carry.git import Repo
@@ -69,7 +74,7 @@ def check(
     from carry.series import store as series
 
     report = checkmod.run(series.find(_root(series_dir), name),
-                          Repo.open(against_repo) if against_repo else None)
+                          Repo.open(against_repo) if against_repo else None, dco=dco)
     views.show_check(report, json)
     raise typer.Exit(report.exit_code)
 

@@ -14,7 +14,8 @@ from carry.cli.app import app
 
 # Each command module registers its commands on `app` when imported, in this order, which is
 # the order `carry --help` lists them in.
-COMMAND_MODULES = ("intake", "rebase", "validate", "publish", "ci", "start", "series")
+COMMAND_MODULES = ("intake", "trailers", "rebase", "validate", "publish", "ci", "start",
+                   "series")
 for _module in COMMAND_MODULES:
     importlib.import_module(f"carry.cli.{_module}")
 

@@ -58,6 +58,9 @@ def pr(
     title: Annotated[Optional[str], typer.Option(help="PR title.")] = None,  # noqa: UP045
     draft: Annotated[bool, typer.Option("--draft/--ready", help="Open as a draft.")] = True,
     force: Annotated[bool, typer.Option(help="Open even if patches are missing.")] = False,
+    allow_no_dco: Annotated[bool, typer.Option(
+        "--allow-no-dco", help="Open a PR to the manifest's upstream even though a patch "
+                               "lacks its author's Signed-off-by (DCO).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Render, push nothing.")] = False,
     *,
     access: Access,
@@ -78,7 +81,7 @@ def pr(
     found = [series.find(root, n) for n in names]
     result = prmod.run(found, Repo.open(_repo(repo, root, *names)), branch, remote,
                        base, forge_repo, validation, draft, dry_run,
-                       access, title, force, allow_failed)
+                       access, title, force, allow_failed, allow_no_dco)
     views.show_pr(result, json)
 
 

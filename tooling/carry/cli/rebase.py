@@ -35,11 +35,16 @@ def rebase(
     target: Targets = None,
     branch: Annotated[Optional[str], Flag(  # noqa: UP045
         callback=_branch, help="Branch to write (default: carry/NAME/TARGET).")] = None,
-    refresh: Annotated[bool, Flag(help="Write the result back as the next version.")] = False,
+    refresh: Annotated[bool, Flag(
+        help="Write the result back as the next version of series/NAME, tagged but not "
+             "committed: commit it after (git add series/NAME && git commit; the command "
+             "is printed).")] = False,
     fetch: Annotated[bool, Flag(help="Fetch the manifest's remotes first.")] = False,
     dry_run: Annotated[bool, Flag("--dry-run", help="Report only; write no ref.")] = False,
     force: Annotated[bool, Flag(help="Move a --branch that carry did not write last.")] = False,
-    continue_: Annotated[bool, Flag("--continue", help="Go on after a resolved conflict.")] = False,
+    continue_: Annotated[bool, Flag(
+        "--continue", help="Go on after a resolved conflict (with --refresh, then commit "
+                           "series/NAME as printed).")] = False,
     skip: Annotated[bool, Flag("--skip", help="Leave the conflicting patch out.")] = False,
     abort: Annotated[bool, Flag("--abort", help="Undo the stopped rebase.")] = False,
     series_dir: SeriesDir = None,
@@ -48,7 +53,9 @@ def rebase(
     """Replay the series onto its targets, dropping merged patches.
 
     No worktree is used unless a patch conflicts; then the rebase stops in a worktree it
-    names, to be resumed with --continue, --skip or --abort.
+    names, to be resumed with --continue, --skip or --abort. With --refresh the result is
+    written to series/NAME as its next version, which you then commit in the series
+    checkout: git add series/NAME && git commit -m "NAME vN" (printed with real paths).
 
     Example: carry rebase my-fix --repo ../vllm --target upstream-main --dry-run
     """
@@ -82,12 +89,22 @@ def range_diff(
     repo: RepoPath = None,
     against: Annotated[Optional[str], Flag(  # noqa: UP045
         help="Compare OLD with a branch instead: BASE..HEAD, or a rebased ref.")] = None,
+    creation_factor: Annotated[Optional[int], Flag(  # noqa: UP045
+        "--creation-factor", min=0, metavar="PERCENT",
+        help="git's --creation-factor (default 60): raise it to pair a patch with a much "
+             "changed version of itself instead of showing one removed and one added.")] = None,
+    patch: Annotated[bool, Flag(
+        "--patch/--no-patch", " /-s",
+        help="Show the inner diff of each changed patch (the default), in the text and in "
+             "--json's pairs; --no-patch (-s) lists the pairs only.")] = True,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
     """Compare two versions of the series with git range-diff.
 
-    Example: carry range-diff my-fix v1 v2 --repo ../vllm
+    Each changed patch is shown with the diff between its two versions, as git shows it.
+
+    Example: carry range-diff my-fix v1 v2 --repo ../vllm --creation-factor 90
     """
     from carry.cli import views
     from carry.git import Repo
@@ -96,6 +113,6 @@ def range_diff(
 
     root = _root(series_dir)
     found = series.find(root, name)
-    result = rangediff.run(found, Repo.open(_repo(repo, root, name)), old, new,
-                           against, color=not json and sys.stdout.isatty())
+    opts = rangediff.Options(not json and sys.stdout.isatty(), creation_factor, patch)
+    result = rangediff.run(found, Repo.open(_repo(repo, root, name)), old, new, against, opts)
     views.show_range_diff(result, json)

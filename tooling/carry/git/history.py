@@ -165,9 +165,16 @@ class History(Trees):
             raise GitError(complaint(("diff", "--check"), proc.stderr))
         return proc.returncode == 0, proc.stdout + proc.stderr
 
-    def range_diff(self, *args: str, color: bool = False) -> str:
-        flag = "--color=always" if color else "--no-color"
-        return self._run("range-diff", flag, *args).stdout.decode("utf-8", "replace")
+    def range_diff(self, *args: str, color: bool = False, creation_factor: int | None = None,
+                   patch: bool = True) -> str:
+        """`git range-diff`; `creation_factor` is git's percentage (higher pairs a patch
+        with a more changed version of itself), `patch=False` leaves out the inner diffs."""
+        flags = ["--color=always" if color else "--no-color"]
+        if creation_factor is not None:
+            flags.append(f"--creation-factor={int(creation_factor)}")
+        if not patch:
+            flags.append("--no-patch")
+        return self._run("range-diff", *flags, *args).stdout.decode("utf-8", "replace")
 
     def merge_tree(self, ours: str, theirs: str) -> MergeResult:
         """A worktree-free three-way merge; the merge base is found by git."""

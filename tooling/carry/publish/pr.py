@@ -13,6 +13,7 @@ from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.publish import body as prbody
 from carry.publish import github as forgemod
+from carry.series import dco
 from carry.series import patches as patchmod
 from carry.series.store import Series
 
@@ -143,12 +144,14 @@ def find_open(forge: forgemod.Forge, forge_repo: str,
 def run(series_list: list[Series], repo: Repo, branch: str, remote: str, base: str,
         forge_repo: str, report_path: str | Sequence[str] | None, draft: bool, dry_run: bool,
         access: forgemod.Access, title: str | None = None, force: bool = False,
-        allow_failed: bool = False) -> PrResult:
+        allow_failed: bool = False, allow_no_dco: bool = False) -> PrResult:
     if not series_list:
         raise CarryError("name at least one series")
     for s in series_list:
         if not s.patches():
             raise CarryError(f"series {s.name} has no patches", hint="run carry import")
+    if not allow_no_dco:  # upstream (vLLM) checks DCO: say so before anything is pushed
+        dco.refuse_unsigned(series_list, forge_repo)
     commit = repo.rev_parse(branch)
     base_commit = repo.rev_parse(f"{remote}/{base}") if repo.try_rev_parse(
         f"{remote}/{base}") else repo.rev_parse(base)

@@ -197,3 +197,25 @@ def restore(series: Series, version: int) -> bool:
         elif repo.ref_exists(f"refs/tags/{tag_name(series.name, n)}"):
             repo.set_ref(f"refs/tags/{tag_name(series.name, n)}", None, ANY, reflog=False)
     return True
+
+
+def commit_command(root: Path | str, version: int) -> str:
+    """The git command that commits series folder `root` at `version` in its checkout (a new
+    version is written, and tagged, but left uncommitted: the maintainer commits it), or ""
+    outside a git checkout."""
+    import shlex
+
+    root = Path(root)
+    try:
+        repo = Repo.open(root)
+    except CarryError:
+        return ""
+    try:
+        rel = shlex.quote(str(root.resolve().relative_to(repo.path)))
+    except ValueError:
+        return ""
+    finally:
+        repo.close()
+    top = shlex.quote(str(repo.path))
+    message = shlex.quote(f"{root.name} v{version}")
+    return f"git -C {top} add -- {rel} && git -C {top} commit -m {message} -- {rel}"

@@ -30,7 +30,7 @@ def trailers(
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
-    """Sign off your patches; list whose sign-off each other patch needs.
+    """Sign off your own patches; name who must sign the others.
 
     A sign-off certifies the signer's own right to submit a change, so carry adds one only
     in your name, to the patches whose author email is yours, keeping every other byte and

@@ -115,7 +115,7 @@ def unfit(repo: Repo, root: Path, names: Sequence[str]) -> tuple[str | None, str
     if wanted:
         return (f"{repo.path} defines none of the remotes {', '.join(sorted(wanted))} that the "
                 "manifest names"), "likely"
-    return ("the manifest names no remote ([upstream].remote, [fork].remote) to know the clone "
+    return ("no manifest names a remote ([upstream].remote, [fork].remote) to know the clone "
             "by"), "unknown"
 
 

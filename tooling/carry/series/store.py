@@ -160,7 +160,14 @@ def beside(top: Path | None) -> Iterator[Path]:
 
 
 def _checkout_top(here: Path) -> Path | None:
-    return next((d for d in (here, *here.parents) if (d / ".git").exists()), None)
+    return next((d for d in (here, *here.parents) if _has_git(d)), None)
+
+
+def _has_git(d: Path) -> bool:
+    try:
+        return (d / ".git").exists()
+    except OSError:  # a folder this user may not read is no checkout of theirs
+        return False
 
 
 def sibling_series(top: Path) -> list[Path]:
@@ -170,7 +177,7 @@ def sibling_series(top: Path) -> list[Path]:
     except OSError:
         return []
     return [d / "series" for d in entries
-            if d != top and (d / ".git").exists() and _holds_series(d / "series")]
+            if d != top and _holds_series(d / "series") and _has_git(d)]
 
 
 def _holds_series(d: Path) -> bool:

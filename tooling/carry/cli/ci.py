@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from carry.base.errors import CarryError
 from carry.cli.app import (
     ApiUrl,
     Engine,
@@ -22,6 +21,7 @@ from carry.cli.app import (
     SeriesDir,
     TokenEnv,
     _remote,
+    _repo,
     _root,
     app,
     grouped,
@@ -98,8 +98,7 @@ def _loop_flags(
 def ci_job(
     ctx: typer.Context,
     *,
-    repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--repo", help="Path of the git repository to work in.")] = None,
+    repo: RepoPath = None,
     names: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         "--series", help="A series to check; repeat. Default: every imported series.")] = None,
     target: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
@@ -124,9 +123,9 @@ def ci_job(
     from carry.git import Repo
     from carry.job import cells as jobmod
 
-    if repo is None:
-        raise CarryError("carry ci needs --repo PATH", hint="carry ci --help")
-    result = jobmod.run(_root(series_dir), names or [], Repo.open(repo), target or [],
+    root = _root(series_dir)
+    result = jobmod.run(root, names or [], Repo.open(_repo(repo, root, *(names or []))),
+                        target or [],
                         onto or [], job, loop)
     reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
@@ -134,7 +133,7 @@ def ci_job(
 
 @ci_app.command("matrix")
 def ci_matrix(
-    repo: RepoPath,
+    repo: RepoPath = None,
     ledger: Ledger = LEDGER,
     force: Annotated[bool, typer.Option(help="List cells the ledger holds too.")] = False,
     series_dir: SeriesDir = None,
@@ -149,7 +148,8 @@ def ci_matrix(
     from carry.git import Repo
     from carry.job import cells as job
 
-    views.show_matrix(*job.matrix(_root(series_dir), Repo.open(repo), ledger, force))
+    root = _root(series_dir)
+    views.show_matrix(*job.matrix(root, Repo.open(_repo(repo, root)), ledger, force))
 
 
 @ci_app.command("run")
@@ -158,7 +158,7 @@ def ci_matrix(
 def ci_run(
     name: Name,
     target_name: Annotated[str, typer.Argument(metavar="TARGET", help="A manifest target.")],
-    repo: RepoPath,
+    repo: RepoPath = None,
     ref: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="The tag or branch the cell checks (a tag target needs it).")] = None,
     ledger: Ledger = LEDGER,
@@ -181,8 +181,9 @@ def ci_run(
     from carry.git import Repo
     from carry.job import cells as jobmod
 
-    result = jobmod.run_cell(_root(series_dir), name, target_name, ref, Repo.open(repo), job,
-                             ledger, force, loop)
+    root = _root(series_dir)
+    result = jobmod.run_cell(root, name, target_name, ref, Repo.open(_repo(repo, root, name)),
+                             job, ledger, force, loop)
     reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
 
@@ -191,7 +192,7 @@ def ci_run(
 @grouped("loop", _loop_flags)
 def ci_loop(
     summaries: Annotated[list[Path], typer.Argument(help="summary.json files of the cells.")],
-    repo: RepoPath,
+    repo: RepoPath = None,
     out: Out = Path("carry-out"),
     *,
     loop: LoopOptions,
@@ -208,7 +209,8 @@ def ci_loop(
     from carry.git import Repo
     from carry.job import cells as job
 
-    result = job.loop_from(_root(series_dir), Repo.open(repo), summaries, out, loop)
+    root = _root(series_dir)
+    result = job.loop_from(root, Repo.open(_repo(repo, root)), summaries, out, loop)
     reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
 
@@ -231,7 +233,7 @@ def ci_merge_ledger(
 @app.command()
 def releases(
     name: Name,
-    repo: RepoPath,
+    repo: RepoPath = None,
     index_url: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="PEP 691 index (default: PIP_INDEX_URL, then pip's configuration).")] = None,
     package: Annotated[Optional[str], typer.Option(  # noqa: UP045
@@ -254,7 +256,9 @@ def releases(
     from carry.job import releases as rel
     from carry.series import store as series
 
-    s = series.find(_root(series_dir), name)
-    views.show_releases(rel.run(s, Repo.open(repo), ledger, index_url, package, since), json)
+    root = _root(series_dir)
+    s = series.find(root, name)
+    git_repo = Repo.open(_repo(repo, root, name))
+    views.show_releases(rel.run(s, git_repo, ledger, index_url, package, since), json)
 
 

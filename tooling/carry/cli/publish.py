@@ -21,6 +21,7 @@ from carry.cli.app import (
     TokenEnv,
     _branch,
     _remote,
+    _repo,
     _root,
     app,
     grouped,
@@ -48,11 +49,11 @@ def _access(api_url: ApiUrl = None, token_env: TokenEnv = None,
 def pr(
     names: Annotated[list[str], typer.Argument(metavar="NAME...",
                                                help="One series, or several to consolidate.")],
-    repo: RepoPath,
     branch: Annotated[str, typer.Option(callback=_branch,
                                         help="The branch that carries the series.")],
     forge_repo: ForgeRepo,
     base: Annotated[str, typer.Option(help="The branch the PR targets.")],
+    repo: RepoPath = None,
     remote: Annotated[str, typer.Option(callback=_remote,
                                         help="The git remote to push to.")] = "origin",
     validation: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
@@ -63,6 +64,9 @@ def pr(
     title: Annotated[Optional[str], typer.Option(help="PR title.")] = None,  # noqa: UP045
     draft: Annotated[bool, typer.Option("--draft/--ready", help="Open as a draft.")] = True,
     force: Annotated[bool, typer.Option(help="Open even if patches are missing.")] = False,
+    allow_no_dco: Annotated[bool, typer.Option(
+        "--allow-no-dco", help="Open a PR to the manifest's upstream even though a patch "
+                               "lacks its author's Signed-off-by (DCO).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Render, push nothing.")] = False,
     *,
     access: Access,
@@ -80,10 +84,11 @@ def pr(
     from carry.series import store as series
 
     root = _root(series_dir)
-    result = prmod.run([series.find(root, n) for n in names], Repo.open(repo), prmod.Request(
+    found = [series.find(root, n) for n in names]
+    result = prmod.run(found, Repo.open(_repo(repo, root, *names)), prmod.Request(
         branch=branch, remote=remote, base=base, forge_repo=forge_repo, access=access,
         report_path=validation, draft=draft, dry_run=dry_run, title=title, force=force,
-        allow_failed=allow_failed))
+        allow_failed=allow_failed, allow_no_dco=allow_no_dco))
     reports.show_pr(result, json)
 
 

@@ -123,7 +123,6 @@ def show_series_list(listing: Listing, as_json: bool) -> None:
                    + ("" if listing.root.is_dir() else " (no such folder)")
                    + "; `carry init NAME` starts one, --series-dir looks elsewhere")
         return None
-    render.say(f"series in {listing.root}")
     rows = [[b.name, "-", "-", f"ERROR: {b.error}", "-"] for b in bad]
     for s in items:
         d = _summary(s)
@@ -131,7 +130,8 @@ def show_series_list(listing: Listing, as_json: bool) -> None:
         rows.append([d["name"], f"v{d['version']}", count,
                      _base(d["base"]["ref"], d["base"]["commit"]),
                      ", ".join(d["targets"])])
-    render.table("series", ["name", "version", "patches", "base", "targets"],
+    # the title says where: one line above the columns, not a second heading
+    render.table(f"series in {listing.root}", ["name", "version", "patches", "base", "targets"],
                  sorted(rows, key=lambda r: r[0]))
     return None
 

@@ -208,10 +208,13 @@ class History(Trees):
             raise GitError(complaint(("diff", "--check"), proc.stderr))
         return proc.returncode == 0, proc.stdout + proc.stderr
 
-    def range_diff(self, old: tuple[str, str], new: tuple[str, str], color: bool = False) -> str:
+    def range_diff(self, old: tuple[str, str], new: tuple[str, str], color: bool = False,
+                   creation_factor: int | None = None, patch: bool = True) -> str:
         """`git range-diff` of old base..head against new base..head, given as commit ids
         (range-diff takes no --end-of-options: only ids reach it). git refuses an empty range
-        in the two-range form, so one is given in the three-argument form with its base."""
+        in the two-range form, so one is given in the three-argument form with its base.
+        `creation_factor` is git's percentage (higher pairs a patch with a more changed
+        version of itself); `patch=False` leaves out the inner diffs."""
         if not all(COMMIT_ID.fullmatch(x) for x in (*old, *new)):
             raise GitError(f"range-diff takes commit ids, not {old!r} {new!r}")
         if old[0] == old[1]:
@@ -220,8 +223,12 @@ class History(Trees):
             args = [old[0], old[1], old[0]]
         else:
             args = [f"{old[0]}..{old[1]}", f"{new[0]}..{new[1]}"]
-        flag = "--color=always" if color else "--no-color"
-        return self._run("range-diff", flag, *args).stdout.decode("utf-8", "replace")
+        flags = ["--color=always" if color else "--no-color"]
+        if creation_factor is not None:
+            flags.append(f"--creation-factor={int(creation_factor)}")
+        if not patch:
+            flags.append("--no-patch")
+        return self._run("range-diff", *flags, *args).stdout.decode("utf-8", "replace")
 
     def merge_tree(self, ours: str, theirs: str) -> MergeResult:
         """A worktree-free three-way merge; the merge base is found by git."""

@@ -11,10 +11,38 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from carry.base import redact
-from carry.base.errors import CarryError
+from carry.base.errors import CarryError, MissingRef
 from carry.git.base import EOO, NULL_SHA, Base, GitError, check_remote
 
 ANY = "any"  # `old` for a ref update that checks nothing (carry's own cache refs)
+
+
+class UnknownRevision(MissingRef):
+    """`rev` names nothing in the repository. The hint, the refs nearest to `rev`, is looked
+    up only when read: `try_rev_parse` misses cost no `for-each-ref`."""
+
+    def __init__(self, rev: str, repo: Refs) -> None:
+        self._names: Refs | None = repo
+        super().__init__(f"unknown revision {rev!r} in {repo.path}", str(repo.path))
+        self.rev = rev
+
+    @property
+    def hint(self) -> str | None:
+        if self._names is not None:
+            from carry.base.suggest import did_you_mean
+
+            repo, self._names = self._names, None
+            try:
+                self._hint = did_you_mean(self.rev, repo.ref_names())
+            except CarryError:
+                self._hint = None
+        return self._hint
+
+    @hint.setter
+    def hint(self, value: str | None) -> None:
+        self._hint = value
+        if value is not None:
+            self._names = None
 
 
 @dataclass(frozen=True)
@@ -31,7 +59,7 @@ class Refs(Base):
         proc = self._run("rev-parse", "--verify", "--quiet", EOO, f"{rev}^{{{kind}}}",
                          check=False)
         if proc.returncode != 0:
-            raise CarryError(f"unknown revision {rev!r} in {self.path}")
+            raise UnknownRevision(rev, self)
         return proc.stdout.decode().strip()
 
     def try_rev_parse(self, rev: str, kind: str = "commit") -> str | None:
@@ -64,6 +92,14 @@ class Refs(Base):
 
     def for_each_ref(self, pattern: str, fmt: str = "%(refname)") -> list[str]:
         return self._out("for-each-ref", f"--format={fmt}", EOO, pattern).splitlines()
+
+    def ref_names(self) -> list[str]:
+        """Every branch, remote-tracking branch and tag, short (`upstream/main`, `v1.0`): what
+        a user may have meant by a revision that names nothing. carry's own refs are not
+        among them."""
+        out = self._out("for-each-ref", "--format=%(refname:short)", "refs/heads/",
+                        "refs/remotes/", "refs/tags/")
+        return [n for n in out.splitlines() if n and not n.endswith("/HEAD")]
 
     def version_tags(self, pattern: str) -> list[str]:
         """Tags matching `pattern`, oldest version first; a release candidate sorts before

@@ -18,6 +18,7 @@ from carry.git import Repo
 from carry.publish import body as prbody
 from carry.publish import github as forgemod
 from carry.publish import owned
+from carry.series import dco
 from carry.series import patches as patchmod
 from carry.series.store import Series
 
@@ -175,6 +176,7 @@ class Request:
     force: bool = False
     allow_failed: bool = False
     push_token: str | None = None
+    allow_no_dco: bool = False
 
 
 def run(series_list: list[Series], repo: Repo, req: Request) -> PrResult:
@@ -183,6 +185,8 @@ def run(series_list: list[Series], repo: Repo, req: Request) -> PrResult:
     for s in series_list:
         if not s.patches():
             raise CarryError(f"series {s.name} has no patches", hint="run carry import")
+    if not req.allow_no_dco:  # upstream (vLLM) checks DCO: say so before anything is pushed
+        dco.refuse_unsigned(series_list, req.forge_repo)
     commit = repo.rev_parse(req.branch)
     base_commit = repo.rev_parse(f"{req.remote}/{req.base}") if repo.try_rev_parse(
         f"{req.remote}/{req.base}") else repo.rev_parse(req.base)

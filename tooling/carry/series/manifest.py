@@ -151,8 +151,11 @@ class Manifest:
         for t in self.targets:
             if t.name == name:
                 return t
-        known = ", ".join(t.name for t in self.targets) or "none"
-        raise CarryError(f"unknown target {name!r} for series {self.name} (known: {known})")
+        from carry.base.suggest import did_you_mean
+
+        names = [t.name for t in self.targets]
+        raise CarryError(f"unknown target {name!r} for series {self.name} (known: "
+                         f"{', '.join(names) or 'none'})", hint=did_you_mean(name, names))
 
 
 NAME_RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")

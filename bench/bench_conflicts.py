@@ -55,8 +55,8 @@ import conflicts_repo as gen  # noqa: E402
 TOOLING = str(Path(__file__).resolve().parents[1] / "tooling")
 NAME, TARGET = "bench", "upstream-main"
 SERIES_REF = "refs/remotes/fork/dev/bench"
-SMALL = gen.Params(files=600, dirs=40, history=50, upstream=60, patches=20, roots=2,
-                   dependents=6, drops=1)
+SMALL = gen.Params(files=400, dirs=30, history=40, upstream=40, patches=16, roots=2,
+                   dependents=4, drops=1)
 OUTCOME = {"applied": "applied", "skipped": "conflict", "dropped": "dropped"}
 
 
@@ -382,7 +382,8 @@ def main() -> None:
         ap.add_argument(f"--{k}", type=int, default=None,
                         help=f"default {getattr(d, k)} ({getattr(SMALL, k)} with --small)")
     ap.add_argument("--small", action="store_true", help="a preset that runs in under a minute")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=5,
+                    help="counted rounds, after one warm-up (0: none, e.g. with --profile-skip)")
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "carry-bench",
                     help="where generated repositories are kept, one folder per parameter set")
     ap.add_argument("--profile-skip", action="store_true",
@@ -394,9 +395,10 @@ def main() -> None:
     with prepared(params, args.cache) as ctx:
         describe(ctx)
         times: dict[str, list[float]] = {}
-        for i in range(args.repeat + 1):
+        for i in range(args.repeat + 1 if args.repeat else 0):
             one_round(ctx, times, counted=i > 0)
-        report(times, args.repeat)
+        if times:
+            report(times, args.repeat)
         if args.profile_skip:
             with tempfile.TemporaryDirectory(prefix="carry-skip-") as tmp:
                 profile_skip(ctx, Path(tmp))

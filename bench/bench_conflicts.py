@@ -359,8 +359,10 @@ def profile_skip(ctx: Ctx, out: Path) -> None:
         sid = ev.get("sid", "")
         if "/" in sid:  # a child that git started itself: counted in its parent
             continue
-        if ev.get("event") == "cmd_name":
-            names[sid] = ev["name"]
+        if ev.get("event") == "start" and any(a.startswith("--batch") for a in ev["argv"]):
+            names[sid] = "cat-file --batch (open for the whole call)"
+        elif ev.get("event") == "cmd_name":
+            names.setdefault(sid, ev["name"])
         elif ev.get("event") == "exit":
             secs[sid] = float(ev["t_abs"])
     by: dict[str, list[float]] = {}

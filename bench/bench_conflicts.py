@@ -11,9 +11,9 @@ Each round times, in turn (so a busy moment on a shared machine falls on all of 
 `sync` before each so no one pays for another's dirty pages:
 
 - carry's whole loop: `carry rebase bench --target upstream-main`, which stops at the first
-  conflict, then `carry rebase --skip` until it is done (the first call is also shown alone:
-  it is the forecast a CI job needs);
-- `carry rebase --dry-run --json`: the would-conflicts without stopping;
+  conflict, then `carry rebase --skip` until it is done, as a maintainer types them (the first
+  call is also shown alone: it is what a CI job needs to know what conflicts);
+- `carry rebase --dry-run --json`: every would-conflict, without stopping;
 - git's whole loop: `git worktree add` and `git cherry-pick base..series` in it, with
   `git cherry-pick --skip` at each stop (a conflict, or a pick upstream already has);
 - `carry --version`: the interpreter and CLI start, the floor of every carry call.
@@ -21,11 +21,11 @@ Each round times, in turn (so a busy moment on a shared machine falls on all of 
 carry runs only through its CLI (`python -m carry`, this checkout's `tooling/`). Every round
 checks that both loops give each patch the same outcome (applied, conflict-skipped, dropped),
 that every applied patch has the same tree in carry's branch and in git's worktree, that the
-outcomes are the ones the generator designed, and that carry's first call and dry run foresaw
-every conflict; any difference stops the bench. One warm-up round is not counted.
+outcomes are the ones the generator designed, and that carry's dry run foresaw every conflict
+and drop; any difference stops the bench. One warm-up round is not counted.
 
 Usage: python bench/bench_conflicts.py [--repeat 5] [--files 5000 --patches 50 ...]
-Quick: python bench/bench_conflicts.py --small        (under a minute)
+Quick: python bench/bench_conflicts.py --small        (3 rounds, under a minute)
 Where a --skip goes: python bench/bench_conflicts.py --small --repeat 1 --profile-skip
 """
 
@@ -162,46 +162,53 @@ class Loop:
     resumes: list[float] = field(default_factory=list)
     outcome: dict[str, str] = field(default_factory=dict)  # subject -> applied|conflict|dropped
     trees: list[tuple[str, str]] = field(default_factory=list)  # (subject, tree) of each commit
-    foreseen: dict[str, str] = field(default_factory=dict)  # the first call's forecast
-
-
-def patches_of(doc: Any) -> list[dict[str, Any]]:
-    rows = doc if isinstance(doc, list) else doc.get("results", [doc])
-    return list(rows[0]["patches"])
 
 
 def forecast_of(doc: Any) -> dict[str, str]:
-    """What a stopping call or a dry run foresees: every patch that conflicts now or would
-    once the ones before it are skipped, and every drop."""
+    """What a dry run foresees: every patch that conflicts now or would once the ones before
+    it are skipped, and every drop."""
+    rows = doc if isinstance(doc, list) else doc.get("results", [doc])
     kinds = {"conflict": "conflict", "would-conflict": "conflict", "dropped": "dropped"}
-    return {p["subject"]: kinds[p["status"]] for p in patches_of(doc) if p["status"] in kinds}
+    return {p["subject"]: kinds[p["status"]] for p in rows[0]["patches"] if p["status"] in kinds}
+
+
+def stopped_at(ctx: Ctx) -> str:
+    """The subject of the patch the stopped rebase waits on, from `carry status --json`."""
+    _, text = carry(ctx, "status", NAME, "--repo", str(ctx.repo), "--series-dir",
+                    str(ctx.series), "--json")
+    (series,) = json.loads(text)["series"]
+    (stop,) = series["stopped"]
+    number = int(Path(stop["patch"]).name.split("-", 1)[0])
+    return str(ctx.design["patches"][number - 1]["subject"])
 
 
 def carry_loop(ctx: Ctx, branch: str) -> Loop:
-    """`carry rebase` until its first stop, then `--skip` until done: what a maintainer who
-    leaves out every conflict runs."""
+    """`carry rebase` until its first stop, then `carry rebase --skip` until done, as a
+    maintainer who leaves out every conflict types them (no --json). The time is that of the
+    calls: between them, untimed, `carry status --json` names the patch it stopped at."""
     out = Loop()
     t0 = time.perf_counter()
-    code, text = carry(ctx, *rebase_args(ctx, "--target", TARGET, "--branch", branch, "--json"),
-                       ok=(0, 1))
+    code, _ = carry(ctx, *rebase_args(ctx, "--target", TARGET, "--branch", branch), ok=(0, 1))
     out.first = time.perf_counter() - t0
-    first = text
     while code == 1:
+        out.outcome[stopped_at(ctx)] = "conflict"
         if len(out.resumes) > len(ctx.subject):
             raise SystemExit("carry rebase --skip did not finish after one call per patch")
         t1 = time.perf_counter()
-        code, text = carry(ctx, *rebase_args(ctx, "--skip", "--json"), ok=(0, 1))
+        code, _ = carry(ctx, *rebase_args(ctx, "--skip"), ok=(0, 1))
         out.resumes.append(time.perf_counter() - t1)
-    out.total = time.perf_counter() - t0
-    out.foreseen = forecast_of(json.loads(first))
-    for p in patches_of(json.loads(text)):
-        if p["status"] not in OUTCOME:
-            raise SystemExit(f"carry left patch {p['file']} {p['status']} after the loop")
-        out.outcome[p["subject"]] = OUTCOME[p["status"]]
-    stops = sum(1 for v in out.outcome.values() if v == "conflict")
-    if stops != len(out.resumes):
-        raise SystemExit(f"carry stopped {len(out.resumes)} times but reports {stops} skipped")
+    out.total = out.first + sum(out.resumes)
+    if len(out.outcome) != len(out.resumes):
+        raise SystemExit(f"carry stopped {len(out.resumes)} times at "
+                         f"{len(out.outcome)} different patches")
     out.trees = log_trees(ctx, branch)
+    for subject, _ in out.trees:
+        if subject in out.outcome:
+            raise SystemExit(f"carry applied {subject!r}, which it stopped at and was told to "
+                             "skip")
+        out.outcome[subject] = "applied"
+    for subject in ctx.subject.values():
+        out.outcome.setdefault(subject, "dropped")
     return out
 
 
@@ -243,8 +250,8 @@ def log_trees(ctx: Ctx, head: str, cwd: Path | None = None) -> list[tuple[str, s
 
 
 def check(ctx: Ctx, c: Loop, g: Loop, dry: dict[str, str]) -> None:
-    """Both loops agree patch by patch and tree by tree, and with the design; carry foresaw
-    every conflict on its first call and in its dry run. Stops the bench otherwise."""
+    """Both loops agree patch by patch and tree by tree, and with the design; carry's dry run
+    foresaw every conflict and drop. Stops the bench otherwise."""
     want = {p["subject"]: {"root": "conflict", "dependent": "conflict", "drop": "dropped"}
             .get(p["kind"], "applied") for p in ctx.design["patches"]}
 
@@ -265,10 +272,9 @@ def check(ctx: Ctx, c: Loop, g: Loop, dry: dict[str, str]) -> None:
         raise SystemExit(f"the loops' outcomes differ from the generator's design: "
                          f"{differ(g.outcome, want)}")
     stops = {k: v for k, v in want.items() if v != "applied"}
-    for what, got in (("first call", c.foreseen), ("dry run", dry)):
-        if got != stops:
-            raise SystemExit(f"carry's {what} did not foresee the conflicts and drops: "
-                             f"{differ(got, stops)}")
+    if dry != stops:
+        raise SystemExit(f"carry's dry run did not foresee the conflicts and drops: "
+                         f"{differ(dry, stops)}")
 
 
 # -- the rounds ------------------------------------------------------------------------------------
@@ -384,13 +390,16 @@ def main() -> None:
         ap.add_argument(f"--{k}", type=int, default=None,
                         help=f"default {getattr(d, k)} ({getattr(SMALL, k)} with --small)")
     ap.add_argument("--small", action="store_true", help="a preset that runs in under a minute")
-    ap.add_argument("--repeat", type=int, default=5,
-                    help="counted rounds, after one warm-up (0: none, e.g. with --profile-skip)")
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="counted rounds after one warm-up; default 5 (3 with --small); 0: "
+                    "none, e.g. with --profile-skip")
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "carry-bench",
                     help="where generated repositories are kept, one folder per parameter set")
     ap.add_argument("--profile-skip", action="store_true",
                     help="after the rounds, profile one --skip (cProfile and git's trace2)")
     args = ap.parse_args()
+    if args.repeat is None:
+        args.repeat = 3 if args.small else 5
     preset = SMALL if args.small else d
     params = gen.Params(**{k: getattr(args, k) if getattr(args, k) is not None
                            else getattr(preset, k) for k in gen.Params.__dataclass_fields__})

@@ -22,7 +22,7 @@ carry runs only through its CLI (`python -m carry`, this checkout's `tooling/`).
 checks that both loops give each patch the same outcome (applied, conflict-skipped, dropped),
 that every applied patch has the same tree in carry's branch and in git's worktree, that the
 outcomes are the ones the generator designed, and that carry's dry run foresaw every conflict
-and drop; any difference stops the bench. One warm-up round is not counted.
+and drop; any difference stops the bench. One warm-up round (--warmup) is not counted.
 
 Usage: python bench/bench_conflicts.py [--repeat 5] [--files 5000 --patches 50 ...]
 Quick: python bench/bench_conflicts.py --small        (3 rounds, under a minute)
@@ -393,6 +393,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=None,
                     help="counted rounds after one warm-up; default 5 (3 with --small); 0: "
                     "none, e.g. with --profile-skip")
+    ap.add_argument("--warmup", type=int, default=1, help="rounds run first, not counted")
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "carry-bench",
                     help="where generated repositories are kept, one folder per parameter set")
     ap.add_argument("--profile-skip", action="store_true",
@@ -406,8 +407,8 @@ def main() -> None:
     with prepared(params, args.cache) as ctx:
         describe(ctx)
         times: dict[str, list[float]] = {}
-        for i in range(args.repeat + 1 if args.repeat else 0):
-            one_round(ctx, times, counted=i > 0)
+        for i in range(args.warmup + args.repeat if args.repeat else 0):
+            one_round(ctx, times, counted=i >= args.warmup)
         if times:
             report(times, args.repeat)
         if args.profile_skip:

@@ -57,7 +57,6 @@ NAME, TARGET = "bench", "upstream-main"
 SERIES_REF = "refs/remotes/fork/dev/bench"
 SMALL = gen.Params(files=400, dirs=30, history=40, upstream=40, patches=16, roots=2,
                    dependents=4, drops=1)
-OUTCOME = {"applied": "applied", "skipped": "conflict", "dropped": "dropped"}
 
 
 @dataclass
@@ -172,12 +171,16 @@ def forecast_of(doc: Any) -> dict[str, str]:
     return {p["subject"]: kinds[p["status"]] for p in rows[0]["patches"] if p["status"] in kinds}
 
 
-def stopped_at(ctx: Ctx) -> str:
-    """The subject of the patch the stopped rebase waits on, from `carry status --json`."""
+def stopped_at(ctx: Ctx, said: str) -> str:
+    """The subject of the patch the stopped rebase waits on, from `carry status --json`
+    (`said`: what the call that exited 1 printed, shown if nothing is stopped)."""
     _, text = carry(ctx, "status", NAME, "--repo", str(ctx.repo), "--series-dir",
                     str(ctx.series), "--json")
     (series,) = json.loads(text)["series"]
-    (stop,) = series["stopped"]
+    if len(series["stopped"]) != 1:
+        raise SystemExit(f"carry rebase exited 1 with {len(series['stopped'])} rebases "
+                         f"stopped: {said.strip()[:800]}")
+    stop = series["stopped"][0]
     number = int(Path(stop["patch"]).name.split("-", 1)[0])
     return str(ctx.design["patches"][number - 1]["subject"])
 
@@ -188,14 +191,15 @@ def carry_loop(ctx: Ctx, branch: str) -> Loop:
     calls: between them, untimed, `carry status --json` names the patch it stopped at."""
     out = Loop()
     t0 = time.perf_counter()
-    code, _ = carry(ctx, *rebase_args(ctx, "--target", TARGET, "--branch", branch), ok=(0, 1))
+    code, said = carry(ctx, *rebase_args(ctx, "--target", TARGET, "--branch", branch),
+                       ok=(0, 1))
     out.first = time.perf_counter() - t0
     while code == 1:
-        out.outcome[stopped_at(ctx)] = "conflict"
+        out.outcome[stopped_at(ctx, said)] = "conflict"
         if len(out.resumes) > len(ctx.subject):
             raise SystemExit("carry rebase --skip did not finish after one call per patch")
         t1 = time.perf_counter()
-        code, _ = carry(ctx, *rebase_args(ctx, "--skip"), ok=(0, 1))
+        code, said = carry(ctx, *rebase_args(ctx, "--skip"), ok=(0, 1))
         out.resumes.append(time.perf_counter() - t1)
     out.total = out.first + sum(out.resumes)
     if len(out.outcome) != len(out.resumes):

@@ -1,4 +1,4 @@
-"""The conflict loop on a repository that looks like vLLM: carry against git, in one run (F10).
+"""The conflict loop on a repository that looks like vLLM: carry against git, in one run.
 
 `conflicts_repo.py` builds (once per parameter set, cached) about 5,000 Python-like files of
 5-50 KB in ~300 directories, a base history, an upstream moved by 200 commits over several
@@ -342,9 +342,9 @@ def report(times: dict[str, list[float]], repeat: int) -> None:
     med = {k: statistics.median(xs) for k, xs in times.items()}
     git_t = med["git whole loop"]
     print(f"\nwhole loop / git's whole loop      {med['carry whole loop'] / git_t:6.2f}x  "
-          "(F10 goal: at most 1.0x)")
+          "(goal: at most 1.0x)")
     print(f"first call / git's whole loop      {med['  first call (stops)'] / git_t:6.2f}x  "
-          "(F10 goal: at most 0.5x)")
+          "(goal: at most 0.5x)")
     dry = med["carry rebase --dry-run --json"]
     print(f"dry run / git's whole loop         {dry / git_t:6.2f}x")
 

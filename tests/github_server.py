@@ -131,6 +131,7 @@ class GitHubState:
         self.apps: set[str] = set()  # installation tokens: no GET /user, GraphQL viewer only
         self.repos: dict[str, RepoState] = {}
         self.rate_limited = False
+        self.rate_reset = ""  # X-RateLimit-Reset as sent, when a test sets it (any text)
         self.requests: list[tuple[str, str]] = []
         self.lock = threading.Lock()
         self._comment_id = 1000
@@ -234,7 +235,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.send_header("X-RateLimit-Limit", "5000")
         self.send_header("X-RateLimit-Remaining", "0" if self.state.rate_limited else "4999")
-        self.send_header("X-RateLimit-Reset", str(int(time.time()) + 3600))
+        self.send_header("X-RateLimit-Reset", self.state.rate_reset
+                         or str(int(time.time()) + 3600))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.end_headers()

@@ -11,6 +11,7 @@ clean errors.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +38,11 @@ class Case:
     needle: str = ""
     faults: tuple[tuple[str, int, bytes], ...] = ()  # (path regex, status, raw answer)
     read_only: bool = False  # the series folder mounted read-only (root ignores file modes)
+    absent: str = ""  # must appear nowhere in stdout or stderr (a token)
+    # A FIFO made at {tmp}/NAME, and what a writer feeds it: a carry that opens it for reading
+    # gets that (it never hangs the walk); one that refuses it never reads it.
+    fifo: tuple[str, bytes] | None = None
+    git_file: tuple[str, bytes] | None = None  # written under the repository's .git for the run
 
 
 @dataclass
@@ -206,6 +212,8 @@ MANIFESTS: dict[str, Mutate] = {
     "policy-required-int": _edit_manifest('required = [', 'required = [5, '),
     "changelog-no-version": _append_manifest('\n[[changelog]]\ndate = "x"\n'),
     "test-suites-str": _edit_manifest("[test]\n", '[test]\nsuites = "tests"\n'),
+    "fork-repo-dotdot": _append_manifest('\n[fork]\nrepo = "../../x"\n'),
+    "upstream-repo-newline": _append_manifest('\n[upstream]\nrepo = "a/b\\n"\n'),
     "manifest-dir": _replace_with_dir("series.toml"),
     "manifest-link": _symlink("series.toml", "/etc/hostname"),
     "manifest-dangling": _symlink("series.toml", "/nonexistent/series.toml"),
@@ -235,6 +243,14 @@ FILES: dict[str, Mutate] = {
         b"\n\n", b"\nX-Carry-Author: bm8gZGF0ZQ==\n\n", 1)),
     "patch-author-newline": _patch(lambda d: d.replace(
         b"\n\n", b"\nX-Carry-Author: QSA8YUBiPiAxIC0wMDAwCnBhcmVudCB4\n\n", 1)),
+    # F13: numbers int() refuses (more than 4,300 digits), a date no calendar holds
+    "patch-hunk-5000-digits": _patch(lambda d: d.replace(b"@@ -1,2 ", b"@@ -1," + b"2" * 5000
+                                                         + b" ", 1)),
+    "patch-stat-5000-digits": _patch(lambda d: d.replace(b" 1 file changed",
+                                                         b" " + b"1" * 5000 + b" files changed")),
+    "patch-date-year-huge": _patch(lambda d: re.sub(rb"(?m)^Date: .*$",
+                                                    b"Date: Thu, 1 Jan 99999999 00:00:00 +0000",
+                                                    d, count=1)),
     "patch-dir": _mkdir("patches/0005-x.patch"),
     "patch-dangling": _symlink("patches/0009-dangle.patch", "/nonexistent"),
     "patch-link-out": _symlink("patches/0009-out.patch", "/etc/hostname"),
@@ -250,6 +266,132 @@ FILES: dict[str, Mutate] = {
     "series-link": lambda root: (shutil.rmtree(root / "demo"),
                                  (root / "demo").symlink_to("/tmp")),
 }
+
+
+# -- F13: untrusted documents, numbers, URLs and refs -------------------------------------------
+
+DEEP = b"[" * 3000 + b"]" * 3000
+URL_TOKEN = "urltok_0123456789abcdef"
+LEDGER = b'{"schema": 1, "records": []}\n'
+REPORT = b'{"series": "demo", "head_tree": "{carried_tree}", "steps": [], "status": "passed"}'
+LOOP = ["ci", "loop", "{tmp}/summary.json", "--repo", "{repo}", "--open-pr", "--dry-run"]
+KEPT = "demo/.versions/v1"
+
+
+def _row(**fields: object) -> bytes:
+    import json
+
+    row = {"series": "demo", "target": "t", "onto": "base", "rebase": "applied", **fields}
+    return json.dumps({"status": "passed", "rows": [row], "out": "x"}).encode()
+
+
+def _at(rel: str, data: bytes) -> Mutate:
+    """A file beside the series folder ({tmp}/REL)."""
+    def go(root: Path) -> None:
+        (root.parent / rel).write_bytes(data)
+    return go
+
+
+def _kept(edit: Callable[[Path, Path], None]) -> Mutate:
+    """Change the version kept outside git (`.versions/v1`); `edit` gets it and a folder
+    outside the series."""
+    def go(root: Path) -> None:
+        outside = root.parent / "outside"
+        outside.mkdir(exist_ok=True)
+        edit(root / KEPT, outside)
+    return go
+
+
+def _link_out(rel: str) -> Mutate:
+    """Move `rel` (under the kept version's series) out of it and link to where it went."""
+    def edit(kept: Path, outside: Path) -> None:
+        src = kept.parent.parent / rel
+        dst = outside / Path(rel).name
+        shutil.move(src, dst)
+        src.symlink_to(dst)
+    return _kept(edit)
+
+
+def _f13_cases() -> list[Case]:
+    """The classes F13 found: 3,000-deep documents, summaries of the wrong types, FIFOs,
+    links out of a series, numbers int() refuses, URLs urllib refuses, names a `$` anchor
+    let through, and credentials in a --repo URL."""
+    deep_manifest = "\nx = " + "[" * 3000 + "]" * 3000 + "\n"
+    deep_table = "\nx = " + "{a = " * 3000 + "1" + "}" * 3000 + "\n"
+    cases = [Case(f"f13 manifest deep {label} {cmd[0]}", cmd, _append_manifest(text))
+             for label, text in (("array", deep_manifest), ("table", deep_table))
+             for cmd in (CHECK, SHOW, APPLY, ["status", "demo"])]
+    cases += [
+        Case("f13 ledger deep matrix", ["ci", "matrix", "--repo", "{repo}", "--ledger",
+                                        "{tmp}/l.json"], _at("l.json", DEEP)),
+        Case("f13 ledger deep releases", RELEASES + ["--ledger", "{tmp}/l.json"],
+             _at("l.json", DEEP)),
+        Case("f13 ledger deep merge", ["ci", "merge-ledger", "{tmp}/l.json", "--ledger",
+                                       "{tmp}/mine.json"], _at("l.json", DEEP)),
+        Case("f13 ledger fifo matrix", ["ci", "matrix", "--repo", "{repo}", "--ledger",
+                                        "{tmp}/l.json"], fifo=("l.json", LEDGER)),
+        Case("f13 ledger fifo releases", RELEASES + ["--ledger", "{tmp}/l.json"],
+             fifo=("l.json", LEDGER)),
+        Case("f13 summary deep", LOOP, _at("summary.json", DEEP)),
+        Case("f13 summary rows deep", LOOP,
+             _at("summary.json", b'{"rows": ' + DEEP + b"}")),
+        Case("f13 summary series null", LOOP, _at("summary.json", _row(series=None))),
+        Case("f13 summary series list", LOOP, _at("summary.json", _row(series=["demo"]))),
+        Case("f13 summary series int", LOOP, _at("summary.json", _row(series=5))),
+        Case("f13 summary fifo", LOOP, fifo=("summary.json", b'{"rows": []}')),
+        Case("f13 report deep", PR + ["--dry-run", "--validation", "{tmp}/report.json"],
+             _report(DEEP)),
+        Case("f13 report fifo", PR + ["--dry-run", "--validation", "{tmp}/r.json"],
+             fifo=("r.json", REPORT)),
+        Case("f13 state deep continue", ["rebase", "demo", "--repo", "{repo}", "--continue"],
+             git_file=("carry/rebase/demo/base.json", DEEP)),
+        Case("f13 state deep status", ["status", "demo", "--repo", "{repo}"],
+             git_file=("carry/rebase/demo/base.json", DEEP)),
+        Case("f13 index deep", RELEASES[:4] + ["--package", "vllm", "--index-url",
+                                               "{gh}/simple"],
+             http=(200, b'{"files": ' + DEEP + b"}")),
+        Case("f13 since 5000 digits", RELEASES + ["--since", "1" * 5000]),
+        Case("f13 index ipv6 bracket", RELEASES[:4] + ["--package", "vllm", "--index-url",
+                                                       "http://[::1/simple"]),
+        Case("f13 api ipv6 bracket pr", PR + ["--dry-run"],
+             env={"GITHUB_API_URL": "http://[::1/api"}),
+        Case("f13 api ipv6 bracket supersede", SUPERSEDE,
+             env={"GITHUB_API_URL": "http://[::1/api"}),
+        Case("f13 range-diff v-superscript", ["range-diff", "demo", "v\u00b2", "--repo",
+                                              "{repo}"]),
+        Case("f13 range-diff v5000 digits", ["range-diff", "demo", "v" + "1" * 5000,
+                                             "--repo", "{repo}"]),
+        Case("f13 kept manifest not toml", RANGE,
+             _kept(lambda k, o: (k / "series.toml").write_text("name = [\n"))),
+        Case("f13 kept manifest deep", RANGE,
+             _kept(lambda k, o: (k / "series.toml").write_text(
+                 (k / "series.toml").read_text() + deep_manifest))),
+        Case("f13 kept manifest latin1", RANGE,
+             _kept(lambda k, o: (k / "series.toml").write_bytes(b"title = 'caf\xe9'\n"))),
+        Case("f13 kept versions link out", RANGE, _link_out(".versions")),
+        Case("f13 kept manifest link out", RANGE, _link_out(".versions/v1/series.toml")),
+        Case("f13 kept patches link out", RANGE, _link_out(".versions/v1/patches")),
+    ]
+    for cmd in (SUPERSEDE, PR + ["--dry-run"]):
+        for bad in ("../../x", "lab/fork\n", "lab/.."):
+            args = [a if a != "lab/fork" else bad for a in cmd]
+            cases.append(Case(f"f13 forge-repo {bad!r} {cmd[0]}", args, needle="OWNER/REPO"))
+    for flag in ("--upstream", "--fork"):
+        args = ["init", "fresh", "--upstream", "o/u", "--fork", "o/f"]
+        args[args.index(flag) + 1] = "a/b\n"  # `^...$` took it: `$` matches before a newline
+        cases.append(Case(f"f13 init {flag} newline", args))
+    url = f"https://x:{URL_TOKEN}@127.0.0.1:9/r.git"
+    for cmd in (["status", "demo", "--repo", url],
+                ["init", "fresh", "--upstream", "o/u", "--fork", "o/f", "--repo", url],
+                ["apply", "demo", "--repo", url, "--onto", "base", "--branch", "n"],
+                ["check", "demo", "--against-repo", url],
+                SUPERSEDE + ["--repo", url],
+                ["validate", "demo", "--repo", url, "--onto", "base", "--engine", "local"],
+                ["rebase", "demo", "--repo", url, "--onto", "base"],
+                ["range-diff", "demo", "v1", "--repo", url],
+                ["releases", "demo", "--repo", url]):
+        cases.append(Case(f"f13 repo url token {cmd[0]}", cmd, absent=URL_TOKEN))
+    return cases
 
 
 def _cases() -> list[Case]:
@@ -398,7 +540,7 @@ def _cases() -> list[Case]:
             ("hook fallback", _append_manifest('\n[[test.hook]]\nid = "x"\n'
                                                'fallback = "-c"\n'))):
         cases.append(Case(f"plan {label}", VALIDATE, mutate, needle="starts with '-'"))
-    return cases + _forge_cases() + _option_cases()
+    return cases + _forge_cases() + _option_cases() + _f13_cases()
 
 
 # -- who carry may act on (the double's lab/walk* repositories, seeded in `world`) ------------
@@ -557,7 +699,15 @@ def _run(w: World, i: int, case: Case) -> str | None:
     subs = {"{mark}": str(_mark(root)), "{repo}": str(w.up.path),
             "{origin}": str(w.tmp / "origin.git"),
             "{sha256}": str(w.sha256), "{plain}": str(w.plain), "{afile}": str(w.afile),
-            "{tmp}": str(root.parent)}
+            "{tmp}": str(root.parent), "{gh}": w.gh.url}
+    git_file = w.up.path / ".git" / case.git_file[0] if case.git_file else None
+    if git_file is not None and case.git_file is not None:
+        git_file.parent.mkdir(parents=True, exist_ok=True)
+        git_file.write_bytes(case.git_file[1])
+    feeder = None
+    if case.fifo:
+        tree = git(w.up.path, "rev-parse", "carried^{tree}").encode()
+        feeder = _feed(root.parent / case.fifo[0], case.fifo[1].replace(b"{carried_tree}", tree))
     args = []
     for a in case.args:
         for key, value in subs.items():
@@ -595,6 +745,12 @@ def _run(w: World, i: int, case: Case) -> str | None:
         why = f"wrote to GitHub: {w.gh.state.writes()[writes:]}"
     elif _mark(root).exists():
         why = "an input given as a git option ran a command"
+    elif case.absent and case.absent in proc.stdout + proc.stderr:
+        why = f"{case.absent!r} printed"
+    if feeder is not None and case.fifo is not None:
+        feeder(root.parent / case.fifo[0])
+    if git_file is not None:
+        git_file.unlink()
     shutil.rmtree(root.parent, ignore_errors=True)
     if why:
         return f"{case.label}: {why}: {args[:6]} -> {proc.stderr.strip()[:300]!r}"
@@ -611,6 +767,34 @@ def _read_only(root: Path) -> list[str]:
 def _can_mount() -> bool:
     return shutil.which("unshare") is not None and subprocess.run(
         ["unshare", "-m", "true"], capture_output=True).returncode == 0
+
+
+def _feed(path: Path, data: bytes) -> Callable[[Path], None]:
+    """Make a FIFO at `path` and a thread that writes `data` into it once a reader opens it
+    (a carry that reads the FIFO gets a valid document and goes on, so it fails the walk
+    instead of hanging it); the function returned ends the thread, read or not."""
+    import threading
+
+    os.mkfifo(path)
+
+    def write() -> None:
+        try:
+            with open(path, "wb") as fh:  # blocks until a reader opens the FIFO
+                fh.write(data)
+        except (BrokenPipeError, FileNotFoundError):
+            pass
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+
+    def release(p: Path) -> None:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)  # a reader: a waiting open returns
+        try:
+            thread.join()
+        finally:
+            os.close(fd)
+
+    return release
 
 
 def _walk(world: World, cases: list[Case]) -> None:

@@ -8,11 +8,11 @@ resolutions come from the series folder, each with whether a replay can still us
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from carry.base import untrusted
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.series.store import Series
@@ -117,10 +117,10 @@ def _validation(repo: Repo, name: str, branches: list[BranchResult]) -> LastVali
 
     path = last_report_path(repo, name)
     try:
-        data: dict[str, Any] = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
+        data: dict[str, Any] | None = untrusted.read_json(path, dict, missing_ok=True)
+    except (CarryError, ValueError):  # damaged: status shows no validation, as for none
         return None
-    if not isinstance(data, dict):
+    if data is None:
         return None
     tree = str(data.get("head_tree", ""))
     current = ""

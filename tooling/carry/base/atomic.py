@@ -1,7 +1,12 @@
 """Atomic writes. A file: a temporary file beside the target, fsynced, then `os.replace`, so
 a reader (or a run after `kill -9`) sees the old file or the new one, never half of one. A
 directory (a series): `write_dir`, staged beside it and exchanged whole. Temporary names hold
-the pid, so a later run can tell a dead run's leftover."""
+the pid, so a later run can tell a dead run's leftover.
+
+Every byte goes through `redact` on its way to disk: a token or URL credential that reached a
+report, a log, a ledger or a manifest (the output of the code under test, an error git
+echoed) is masked in the file as it is on the terminal. Patch files are the one exception:
+they are the commits byte for byte, so one that holds a token is refused, never altered."""
 
 from __future__ import annotations
 
@@ -14,10 +19,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from carry.base import redact
 from carry.base.errors import CarryError
 
 
 def write_bytes(path: Path, data: bytes) -> None:
+    data = redact.scrub_bytes(data)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", dir=str(path.parent))
     try:
@@ -32,12 +39,28 @@ def write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def write_json(path: Path, data: Any) -> None:
-    write_bytes(path, (json.dumps(data, indent=1) + "\n").encode("utf-8"))
+def write_json(path: Path, data: Any, indent: int = 1) -> None:
+    write_bytes(path, (json.dumps(data, indent=indent) + "\n").encode("utf-8"))
 
 
-def read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+def write_text(path: Path, text: str) -> None:
+    write_bytes(path, text.encode("utf-8"))
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append to a file carry does not own (`$GITHUB_STEP_SUMMARY`), scrubbed."""
+    with open(path, "ab") as fh:
+        fh.write(redact.scrub_bytes(text.encode("utf-8")))
+
+
+def _file_bytes(rel: str, data: bytes) -> bytes:
+    if rel.endswith(".patch"):
+        if redact.holds_secret(data):
+            raise CarryError(f"{rel}: holds the value of a token carry was given; carry "
+                             "writes no token to a series",
+                             hint="remove the token from that commit, then import again")
+        return data
+    return redact.scrub_bytes(data)
 
 
 # -- a whole directory, replaced in one step -------------------------------------------------
@@ -69,6 +92,7 @@ def write_dir(root: Path, files: Mapping[str, bytes], dirs: Iterable[str],
     """
     from carry.base import scratch
 
+    files = {rel: _file_bytes(rel, data) for rel, data in files.items()}
     stem = f".{root.name}.new-"
     root.parent.mkdir(parents=True, exist_ok=True)
     recover(root)

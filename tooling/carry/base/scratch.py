@@ -15,6 +15,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from carry.base import untrusted
+
 
 @functools.cache
 def _prctl() -> Any:
@@ -58,7 +60,10 @@ def _alive(pid: int) -> bool:
 def maker_dead(name: str, stem: str) -> bool:
     """Whether `name` is `stem<pid>-...` of a process that is gone."""
     pid, sep, _ = name[len(stem):].partition("-")
-    return name.startswith(stem) and bool(sep) and pid.isdigit() and not _alive(int(pid))
+    # ASCII digits, as many as a pid has: `²` or twenty digits (another user's file in /tmp)
+    # would make int() or kill() raise.
+    number = untrusted.ascii_int(pid, 10) if name.startswith(stem) and sep else None
+    return number is not None and 0 < number < 2**31 and not _alive(number)
 
 
 def sweep(directory: Path, stem: str) -> list[Path]:

@@ -44,6 +44,7 @@ def main() -> None:
     from carry.base import redact
 
     redact.register_env()
+    redact.register_argv(sys.argv[1:])  # --repo https://x:TOKEN@host, --token-env NAME
     sys.stdout = redact.Scrubbed(sys.stdout)
     sys.stderr = redact.Scrubbed(sys.stderr)
     try:

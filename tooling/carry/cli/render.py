@@ -60,7 +60,7 @@ def human_date(raw: str) -> str:
         sign = -1 if tz.startswith("-") else 1
         offset = dt.timedelta(hours=int(tz[1:3]), minutes=int(tz[3:5])) * sign
         when = dt.datetime.fromtimestamp(int(secs), dt.timezone(offset))
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, OverflowError, OSError):  # a date no calendar holds
         return raw
     return when.strftime("%Y-%m-%d %H:%M ") + tz
 

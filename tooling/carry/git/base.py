@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from carry.base import scratch
+from carry.base import redact, scratch
 from carry.base.childenv import git_env
 from carry.base.errors import CarryError
 
@@ -189,8 +189,11 @@ def open_path(path: str | Path) -> tuple[Path, Path]:
     """The directory a `Repo` is addressed by (the top level, or the git dir when bare), and
     the repository's common git dir (where refs, objects and `shallow` live)."""
     p = Path(path).expanduser()
+    # Named as given, credentials masked before any normalising: Path() turns `https://x:T@h`
+    # into `https:/x:T@h`.
+    shown = redact.url(str(path))
     if not p.exists():
-        raise CarryError(f"repository does not exist: {p}")
+        raise CarryError(f"repository does not exist: {shown}")
     # --show-toplevel fails in a bare repository and inside .git, after the other four
     # answers are printed: one process either way.
     out = subprocess.run(
@@ -200,11 +203,11 @@ def open_path(path: str | Path) -> tuple[Path, Path]:
     )
     lines = out.stdout.decode().splitlines()
     if len(lines) < 4 or lines[0] not in ("true", "false"):
-        raise CarryError(f"not a git repository: {p}")
+        raise CarryError(f"not a git repository: {shown}")
     _, git_dir, object_format, common = lines[:4]
     if object_format != "sha1":
         # Patch files, the manifest and carry's object writer all name SHA-1 ids.
-        raise CarryError(f"{p} is a {object_format.upper().replace('SHA', 'SHA-')} "
+        raise CarryError(f"{shown} is a {object_format.upper().replace('SHA', 'SHA-')} "
                          "repository; carry supports SHA-1 repositories only")
     common_dir = (p / common).resolve()  # relative to p unless absolute
     if out.returncode != 0 or len(lines) < 5:  # bare, or inside .git itself
@@ -224,11 +227,11 @@ def clone_bare(url: str, dest: Path) -> tuple[Path, Path]:
     if proc.returncode != 0:
         said = proc.stderr.decode("utf-8", "replace").splitlines()
         why = next((ln[ln.index("fatal:"):] for ln in said if "fatal:" in ln), "git failed")
-        raise CarryError(f"cannot clone {url}: {why}")
+        raise CarryError(f"cannot clone {redact.url(url)}: {redact.url(why)}") from None
     try:
         return open_path(dest)
     except CarryError as exc:
-        raise CarryError(str(exc).replace(str(dest), url)) from None
+        raise CarryError(str(exc).replace(str(dest), redact.url(url))) from None
 
 
 def complaint(args: Sequence[str], stderr: bytes) -> str:

@@ -11,14 +11,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from carry.base import redact
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.series import locks
 from carry.series import store as seriesmod
 from carry.series.store import Base, Manifest, Repository, Target
-
-SLUG = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-
 
 
 @dataclass
@@ -69,11 +67,11 @@ def _dev_branch(repo: Repo | None, remote: str, given: str) -> str:
 def build(name: str, upstream: str, fork: str, repo: Repo | None, dev_branch: str = "",
           base_ref: str = "", title: str = "", releases: int = 1) -> tuple[Manifest, list[str]]:
     for flag, slug in (("--upstream", upstream), ("--fork", fork)):
-        if not SLUG.match(slug):
-            raise CarryError(f"{flag} must be OWNER/REPO, got {slug!r}")
+        seriesmod.check_repo(slug, flag)
     notes: list[str] = []
     up_remote, up_url = remote_for(repo, upstream)
     fork_remote, fork_url = remote_for(repo, fork)
+    up_url, fork_url = redact.strip_url(up_url), redact.strip_url(fork_url)
     if repo is not None and not up_remote:
         notes.append(f"no remote of {repo.path} points at {upstream}; assumed remote 'upstream'")
     if repo is not None and not fork_remote:

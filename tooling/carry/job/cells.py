@@ -9,12 +9,14 @@ did not move starts no container.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from carry.base import atomic, untrusted
 from carry.base.data import to_data
 from carry.base.errors import CarryError
 from carry.git import Repo
@@ -78,11 +80,29 @@ def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, how: Options
     except CarryError as exc:
         row.validate, row.summary = "error", exc.line()
         return
-    path = how.out / f"{s.name}--{row.target}.json"
-    path.write_text(json.dumps(to_data(report), indent=2) + "\n", encoding="utf-8")
+    path = how.out / artifact_name(s.name, row.target)
+    atomic.write_json(path, to_data(report), indent=2)
     row.report = str(path)
     row.validate = ("cached " if report.cached else "") + report.status
     row.summary = report.summary
+
+
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+_MAX_NAME = 200  # bytes; file systems allow 255
+
+
+def artifact_name(series: str, target: str) -> str:
+    """The file of a cell's report: `NAME--TARGET.json`, the target (a ref such as
+    `upstream/main` or `rel/1.2.0`) percent-encoded byte by byte outside [A-Za-z0-9._-], `%`
+    included, so that two targets never share a file and no ref makes a folder. A name too
+    long for a file system is `NAME--%sha256-HEX.json`: `%s` never starts an encoded byte."""
+    encoded = "".join(chr(b) if chr(b) in _PLAIN else f"%{b:02X}"
+                      for b in target.encode("utf-8", "surrogateescape"))
+    name = f"{series}--{encoded}.json"
+    if len(name) > _MAX_NAME:
+        digest = hashlib.sha256(target.encode("utf-8", "surrogateescape")).hexdigest()
+        name = f"{series}--%sha256-{digest}.json"
+    return name
 
 
 def run(root: Path, names: list[str], repo: Repo, targets: list[str], onto: list[str],
@@ -137,14 +157,12 @@ def finish(root: Path, repo: Repo, result: JobResult, loop: LoopOptions | None) 
         if any(a.action == "failed" for a in result.loop):
             result.status = "failed"
     out = Path(result.out)
-    (out / "summary.json").write_text(json.dumps(to_data(result), indent=2) + "\n",
-                                      encoding="utf-8")
+    atomic.write_json(out / "summary.json", to_data(result), indent=2)
     md = markdown(result)
-    (out / "summary.md").write_text(md, encoding="utf-8")
+    atomic.write_text(out / "summary.md", md)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
-        with open(step_summary, "a", encoding="utf-8") as fh:
-            fh.write(md)
+        atomic.append_text(Path(step_summary), md)
     return result
 
 
@@ -249,19 +267,16 @@ def loop_from(root: Path, repo: Repo, summaries: list[Path], out: Path,
 def _read_rows(path: Path) -> list[Row]:
     """A cell's rows; its validation report sits beside its summary wherever the artifact
     was unpacked."""
-    from dataclasses import fields
-
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        rows = []
-        for raw in data["rows"]:
-            row = Row(**{f.name: raw[f.name] for f in fields(Row) if f.name in raw})
-            row.stop = Conflict(**raw["stop"]) if raw.get("stop") else None
-            if row.report:
-                row.report = str(path.parent / Path(row.report).name)
-            rows.append(row)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        data = untrusted.read_json(path, dict)  # a FIFO, a link, 3,000 nested lists: refused
+        if not isinstance(data.get("rows"), list):
+            raise untrusted.BadData("'rows' is not a list")
+        rows = [untrusted.build(Row, raw, f"rows[{i}]") for i, raw in enumerate(data["rows"])]
+    except ValueError as exc:
         raise CarryError(f"{path} is not a carry ci summary.json: {exc}") from None
+    for row in rows:
+        if row.report:
+            row.report = str(path.parent / Path(row.report).name)
     return rows
 
 
@@ -273,7 +288,6 @@ def _outcome(row: Row) -> str:
 
 
 def _plan_hash(s: seriesmod.Series) -> str:
-    import hashlib
     from dataclasses import asdict
 
     plan = json.dumps(asdict(s.manifest.test), sort_keys=True).encode()

@@ -9,7 +9,6 @@ skips a cell whose (series, target, upstream commit) the ledger holds, unless fo
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from carry.base import untrusted
 from carry.base.atomic import write_json
 from carry.base.errors import CarryError
 
@@ -56,16 +56,13 @@ class Ledger:
 def load(path: Path) -> Ledger:
     """A missing ledger is an empty one; a ledger that does not parse is refused, never reset,
     so a corrupted cache cannot make the job forget and re-validate everything silently."""
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    raw = untrusted.read_bytes(path, missing_ok=True)  # a FIFO or a link is refused
+    if raw is None:
         return Ledger(path, [])
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CarryError(f"cannot read the ledger {path}: {exc}") from None
     try:
-        data = json.loads(raw)
-        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-            raise ValueError(f"expected an object with schema {SCHEMA}")
+        data = untrusted.loads_json(raw, dict)
+        if data.get("schema") != SCHEMA or not isinstance(data.get("records"), list):
+            raise ValueError(f"expected an object with schema {SCHEMA} and its records")
         records = [_record(r) for r in data["records"]]
     except (ValueError, KeyError, TypeError) as exc:
         raise CarryError(f"the ledger {path} is not a carry ledger: {exc}",
@@ -111,7 +108,7 @@ def merge(path: Path, others: list[Path]) -> int:
         seen = set(mine.records)
         added: list[Record] = []
         for other in others:
-            if not other.is_file():  # a cell's ledger that is not there is not an empty one
+            if not os.path.lexists(other):  # a cell's ledger that is not there is not empty
                 raise CarryError(f"{other}: no such ledger file")
             for r in load(other).records:
                 if r not in seen:

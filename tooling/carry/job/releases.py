@@ -8,7 +8,6 @@ fetched yet. Dev-branch targets contribute their head when the ledger does not h
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -28,6 +27,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from carry.base import redact, untrusted
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.job.ledger import Ledger
@@ -87,37 +87,41 @@ def _pip(*args: str) -> list[tuple[str, str]]:
     return out
 
 
-def _redact(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    if parts.username or parts.password:
-        parts = parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1])
-    return urllib.parse.urlunsplit(parts)
+def _scheme(url: str) -> str:
+    try:
+        return urllib.parse.urlsplit(url).scheme
+    except ValueError:  # `http://[::1/simple`: urllib refuses a bracket left open
+        return ""
 
 
 def fetch_index(url: str, package: str) -> list[IndexRelease]:
     """The package's releases from a PEP 691 JSON simple index; a version is yanked when every
     file of it is."""
-    if urllib.parse.urlsplit(url).scheme not in ("http", "https", "file"):
-        raise CarryError(f"the index URL {_redact(url)} is not http(s)", hint="pass --index-url")
+    if _scheme(url) not in ("http", "https", "file"):
+        raise CarryError(f"the index URL {redact.url(url)} is not an http(s) URL",
+                         hint="pass --index-url")
     page = url.rstrip("/") + "/" + canonicalize_name(package) + "/"
     req = urllib.request.Request(page, headers={"Accept": PEP691})
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:  # noqa: S310 - scheme checked
-            body = resp.read()
+            body = resp.read(untrusted.MAX_BYTES + 1)
     except urllib.error.HTTPError as exc:
-        raise CarryError(f"the package index answered {exc.code} for {_redact(page)}") from None
-    except (urllib.error.URLError, OSError) as exc:
+        raise CarryError(f"the package index answered {exc.code} for {redact.url(page)}"
+                         ) from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise CarryError(f"cannot reach the package index {_redact(page)}: {reason}") from None
+        raise CarryError(f"cannot reach the package index {redact.url(page)}: {reason}"
+                         ) from None
     try:
-        data = json.loads(body)
-        files = data["files"]
+        if len(body) > untrusted.MAX_BYTES:
+            raise ValueError(f"more than {untrusted.MAX_BYTES} bytes")
+        files = untrusted.loads_json(body, dict)["files"]
         if not isinstance(files, list):
             raise TypeError("files is not a list")
         return _versions(package, files)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise CarryError(f"the package index {_redact(page)} did not answer in PEP 691 JSON "
-                         f"({exc})") from None
+        raise CarryError(f"the package index {redact.url(page)} did not answer in PEP 691 "
+                         f"JSON ({exc})") from None
 
 
 def _versions(package: str, files: list[dict[str, object]]) -> list[IndexRelease]:
@@ -146,14 +150,26 @@ def _file_version(package: str, filename: str) -> Version | None:
     return version if name == canonicalize_name(package) else None
 
 
+_MAX_VERSION = 200
+
+
+def parse_version(text: str) -> Version | None:
+    """A PEP 440 version, or None: what a tag, an index or --since says is not trusted to be
+    one, and `Version("1" * 5000)` raises ValueError from int(), not InvalidVersion."""
+    if len(text) > _MAX_VERSION:
+        return None
+    try:
+        return Version(text)
+    except ValueError:  # InvalidVersion is one
+        return None
+
+
 def _tag_version(pattern: str, tag: str) -> Version | None:
     prefix, _, suffix = pattern.partition("*")
     if not tag.startswith(prefix) or not tag.endswith(suffix):
         return None
-    try:
-        return Version(tag[len(prefix): len(tag) - len(suffix)] if suffix else tag[len(prefix):])
-    except InvalidVersion:
-        return None
+    return parse_version(tag[len(prefix): len(tag) - len(suffix)] if suffix
+                         else tag[len(prefix):])
 
 
 def pending(series: Series, repo: Repo, ledger: Ledger, index: list[IndexRelease] | None,
@@ -171,10 +187,11 @@ def pending(series: Series, repo: Repo, ledger: Ledger, index: list[IndexRelease
 
 
 def _version(text: str) -> Version:
-    try:
-        return Version(text.removeprefix("v"))
-    except InvalidVersion:
-        raise CarryError(f"--since {text!r} is not a version") from None
+    version = parse_version(text.removeprefix("v"))
+    if version is None:
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise CarryError(f"--since {shown!r} is not a version")
+    return version
 
 
 def _tag_releases(series: Series, repo: Repo, ledger: Ledger, t: Target,

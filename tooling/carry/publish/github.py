@@ -32,7 +32,7 @@ from carry.base.errors import CarryError
 DEFAULT_API = "https://api.github.com"
 DEFAULT_MAX_WAIT = 60.0
 API_VERSION = "2026-03-10"  # the shapes carry reads; GitHub answers in them when asked
-TOKEN_VARS = ("GH_TOKEN", "GITHUB_TOKEN")  # gh's order
+TOKEN_VARS = redact.TOKEN_VARS  # gh's order; named once, in redact
 T = TypeVar("T")
 
 
@@ -79,9 +79,13 @@ class IssueInfo:
 def api_url(explicit: str | None = None) -> str:
     """--api-url, then $GITHUB_API_URL (set by GitHub Actions and GHES), then github.com."""
     url = (explicit or os.environ.get("GITHUB_API_URL") or DEFAULT_API).rstrip("/")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise CarryError(f"the GitHub API URL {url!r} is not an http(s) URL",
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # `http://[::1/api`: urllib refuses a bracket left open
+        ok = False
+    if not ok:
+        raise CarryError(f"the GitHub API URL {redact.url(url)!r} is not an http(s) URL",
                          hint="pass --api-url https://HOST/api/v3, or fix $GITHUB_API_URL")
     return url
 
@@ -153,6 +157,9 @@ class Forge:
     def _repo(self, full_name: str) -> Any:
         """The repository, read once per run: a missing one fails on the first call."""
         if full_name not in self._repos:
+            from carry.series.manifest import check_repo
+
+            check_repo(full_name)  # `../../x` would reach another endpoint of the API
             self._repos[full_name] = self._call(f"repository {full_name}",
                                                 lambda: self._gh.get_repo(full_name))
         return self._repos[full_name]
@@ -189,9 +196,11 @@ class Forge:
             raise ForgeError(f"GitHub answered {exc.status} for {what}: {said}") from None
         except OSError as exc:
             raise ForgeError(f"cannot reach {self.url}: {exc.strerror or exc}") from None
-        except (ValueError, TypeError, KeyError, AttributeError, BadAttributeException) as exc:
-            # A 200 that is not GitHub's JSON (a proxy's page, another shape): PyGithub fails
-            # as it reads the object, whichever attribute that is.
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError,
+                BadAttributeException) as exc:
+            # A 200 that is not GitHub's JSON (a proxy's page, another shape), or a header no
+            # number fits (X-RateLimit-Reset: 1e400): PyGithub fails as it reads the object,
+            # whichever attribute that is.
             raise ForgeError(f"{self.url} gave an answer for {what} that is not GitHub's: "
                              f"{type(exc).__name__}",
                              hint="check --api-url / $GITHUB_API_URL") from None
@@ -256,5 +265,5 @@ def _clock(epoch: str) -> str:
 
     try:
         return dt.datetime.fromtimestamp(int(epoch), dt.UTC).strftime("%H:%M UTC")
-    except ValueError:
+    except (ValueError, OverflowError, OSError):  # a server's header: any number at all
         return epoch

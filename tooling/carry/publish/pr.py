@@ -7,12 +7,12 @@ alone, and a branch that another PR proposes is never pushed to."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from carry.base import untrusted
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.publish import body as prbody
@@ -44,8 +44,8 @@ class PrResult:
 def load_reports(path: str) -> list[dict[str, Any]]:
     """The reports in a `carry validate --json` file: one, or a list over several targets."""
     try:
-        data = json.loads(Path(path).read_text("utf-8"))
-    except (OSError, ValueError) as exc:
+        data = untrusted.read_json(Path(path))  # a FIFO, a link or a 3,000-deep list: refused
+    except ValueError as exc:
         raise CarryError(f"cannot read validation report {path}: {exc}") from None
     items = data if isinstance(data, list) else [data]
     if not items or not all(isinstance(d, dict) and "steps" in d for d in items):

@@ -11,6 +11,7 @@ last failure into one line. So PyGithub runs with `retry=None` and this module d
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -44,10 +45,11 @@ def retry_of(exc: Exception, attempt: int, now: float) -> Retry | None:
         if after is not None:
             return Retry(kind, after)
         if exhausted and reset is not None:
-            return Retry(kind, max(0.0, reset - now))
+            return Retry(kind, max(backoff, reset - now))
         return Retry(kind, 60.0 if secondary else backoff)
     if exc.status == 403 and exhausted and reset is not None:
-        return Retry("primary rate limit", max(0.0, reset - now))
+        # a reset already past (a server's clock, or its header) still waits: never a loop
+        return Retry("primary rate limit", max(backoff, reset - now))
     return None
 
 
@@ -60,6 +62,7 @@ def _is_secondary(message: str) -> bool:
 
 def _seconds(value: str | None) -> float | None:
     try:
-        return None if value is None else max(0.0, float(value))
+        seconds = None if value is None else float(value)
     except ValueError:
         return None
+    return max(0.0, seconds) if seconds is not None and math.isfinite(seconds) else None

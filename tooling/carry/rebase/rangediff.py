@@ -15,15 +15,15 @@ patch that changed much reads as one patch removed and another added until it is
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.replay.chain import chain, resolve_base
 from carry.replay.targets import ontos, target_refs
 from carry.series import versions
-from carry.series.store import MANIFEST, PATCH_NAME, Series, parse_manifest
+from carry.series.store import MANIFEST, PATCH_NAME, Series, loads_manifest, parse_manifest
 
 
 @dataclass(frozen=True)
@@ -121,8 +121,11 @@ def resolutions_moved(series: Series, old: str, new: str) -> list[str]:
 
 def version_side(series: Series, repo: Repo, version: str) -> Side:
     snap = versions.read(series, version)
-    manifest = parse_manifest(series.root / MANIFEST, tomllib.loads(snap.manifest))
     label = version if version == "current" else f"v{version.lstrip('v')}"
+    # A kept version's or a tag's manifest goes through the same reader as the current one.
+    where = series.root / MANIFEST if version == "current" else Path(
+        f"{series.name} {label}") / MANIFEST
+    manifest = parse_manifest(where, loads_manifest(where, snap.manifest))
     if not snap.patches:
         rev = manifest.base.commit or manifest.base.ref
         empty = repo.try_rev_parse(rev) if rev else None

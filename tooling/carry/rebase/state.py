@@ -12,7 +12,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
-from carry.base import atomic
+from carry.base import atomic, untrusted
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.replay.engine import PatchResult, TargetResult
@@ -22,8 +22,8 @@ from carry.replay.why import valid_cause
 VERSION = 2
 PHASES = ("conflict", "replaying", "finishing")
 STATUSES = ("applied", "dropped", "conflict", "skipped", "pending", "would-conflict")
-_SHA = re.compile(r"^[0-9a-f]{40}$")
-_NEWER = {"cause", "builds_on"}  # patch fields a state written before them lacks
+_SHA = re.compile(r"[0-9a-f]{40}\Z")  # match() anchors the start; \Z, not $, the end
+_NEWER = {"cause", "builds_on", "resolutions"}  # patch fields a state written before them lacks
 
 
 def state_dir(repo: Repo, series: str) -> Path:
@@ -60,8 +60,8 @@ def write(path: Path, state: dict[str, Any]) -> None:
 
 def read(path: Path) -> dict[str, Any]:
     try:
-        state = atomic.read_json(path)
-    except (OSError, ValueError) as exc:
+        state = untrusted.read_json(path)
+    except ValueError as exc:
         raise CarryError(f"cannot read rebase state {path}: {exc}") from None
     if not isinstance(state, dict) or state.get("version") != VERSION:
         found = state.get("version") if isinstance(state, dict) else None
@@ -110,6 +110,10 @@ def _invalid(s: dict[str, Any]) -> str:
     for p in s["patches"]:
         if not isinstance(p, dict) or not names - _NEWER <= set(p) <= names:
             return "a patch entry does not have the fields of a patch"
+        try:
+            untrusted.build(PatchResult, p, "a patch entry")
+        except untrusted.BadData as exc:
+            return str(exc)
         if not isinstance(p.get("builds_on", ""), str) or not valid_cause(p.get("cause")):
             return "a patch entry's cause or builds_on is not a commit and a patch file"
         if p["status"] not in STATUSES or not isinstance(p["number"], int):

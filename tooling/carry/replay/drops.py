@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from carry.base import untrusted
 from carry.base.atomic import write_json
+from carry.base.errors import CarryError
 from carry.git import RawCommit, Repo
 from carry.replay.chain import Carried
 from carry.series import trailers as trailermod
@@ -103,13 +105,13 @@ def _remembered(path: Path) -> list[dict[str, Any]]:
     """The searches kept for this chain, if the file is whole: a damaged one is searched
     again, since a wrong mark would drop a patch upstream does not have."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = untrusted.read_json(path, dict, missing_ok=True) or {}
         entries = data["entries"]
         if data["sum"] == _digest(entries) and all(
                 isinstance(e["target"], str) and isinstance(e["marked"], list)
                 and isinstance(e["hits"], list) for e in entries):
             return list(entries)
-    except (OSError, ValueError, TypeError, KeyError):
+    except (CarryError, ValueError, TypeError, KeyError):
         pass
     return []
 

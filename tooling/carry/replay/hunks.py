@@ -21,7 +21,7 @@ from carry.replay.preimage import same_names
 Reader = Callable[[str], tuple[str, str, bytes]]  # sha -> (sha, type, body), cat-file --batch
 Writer = Callable[[str, bytes], str]  # (type, body) -> sha
 
-_HUNK = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_HUNK = re.compile(rb"@@ -([0-9]{1,10})(?:,([0-9]{1,10}))? \+([0-9]{1,10})(?:,([0-9]{1,10}))? @@")
 _INDEX = re.compile(rb"([0-9a-f]{40})\.\.([0-9a-f]{40})(?: (100644|100755))?")
 _NO_EOL = b"\\ No newline at end of file"
 _FILE_MODES = (b"100644", b"100755")

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from carry.base.errors import CarryError
+from carry.series.names import check_name as check_name  # its readers name it here too
+from carry.series.names import check_repo as check_repo
 
 SCHEMA = 1
 T = TypeVar("T")
@@ -156,19 +158,6 @@ class Manifest:
         names = [t.name for t in self.targets]
         raise CarryError(f"unknown target {name!r} for series {self.name} (known: "
                          f"{', '.join(names) or 'none'})", hint=did_you_mean(name, names))
-
-
-NAME_RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-
-
-def check_name(name: str) -> str:
-    """One rule for every command: a series name is one plain path component, so that no name
-    (`../x`, `/abs`, `-x`, a 300-character one) reaches outside --series-dir or git's options."""
-    if not NAME_RULE.fullmatch(name) or name.endswith((".lock", ".")) or ".." in name:
-        shown = name if len(name) <= 40 else name[:40] + "..."
-        raise CarryError(f"{shown!r} is not a series name: use letters, digits, '.', '_' and "
-                         "'-', starting with a letter or digit, at most 100 characters")
-    return name
 
 
 # -- loading -----------------------------------------------------------------------------------
@@ -330,8 +319,14 @@ def _repository(r: _Reader) -> Repository:
             check_remote(remote)  # it reaches git fetch, ls-remote and push
     except CarryError:
         raise r.fail("remote", "a git remote name (not starting with '-')", remote) from None
-    return Repository(repo=r.text("repo"), url=r.text("url"), remote=remote,
+    repo = Repository(repo=r.text("repo"), url=r.text("url"), remote=remote,
                       branch=r.text("branch"), package=r.text("package"))
+    if repo.repo:
+        try:
+            check_repo(repo.repo)
+        except CarryError:
+            raise r.fail("repo", "OWNER/REPO", repo.repo) from None
+    return repo
 
 
 # -- saving ------------------------------------------------------------------------------------
@@ -388,3 +383,4 @@ TEST_PLAN_HELP = """\
 #   [[test.hook]]                              # pre-commit run --files <changed files>
 #   id = ""                                    # "" runs every hook; `fallback` maps a renamed id
 """
+

@@ -30,9 +30,10 @@ _STAT_END = re.compile(
     rb"^---\n(?: [^\n]*\n)*? \d+ files? changed[^\n]*\n\n(?=diff --git )", re.M
 )
 _PATCH_BREAK = re.compile(rb"^(?=diff -|Index: |---)", re.M)
-_SUMMARY = re.compile(rb"^ (\d+) files? changed(?:, (\d+) insertions?\(\+\))?"
-                      rb"(?:, (\d+) deletions?\(-\))?$", re.M)
-_HUNK = re.compile(rb"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_SUMMARY = re.compile(rb"^ ([0-9]+) files? changed(?:, ([0-9]+) insertions?\(\+\))?"
+                      rb"(?:, ([0-9]+) deletions?\(-\))?$", re.M)
+_HUNK = re.compile(rb"^@@ -[0-9]+(?:,([0-9]+))? \+[0-9]+(?:,([0-9]+))? @@")
+_MAX_DIGITS = 10  # int() refuses 4,300 digits and more; no patch counts 10**10 lines
 _INDEX = re.compile(rb"^index ([0-9a-f]+)\.\.([0-9a-f]+)")
 # What a section may carry instead of hunks: a mode, a rename or copy, an empty file.
 _NO_HUNK_NEEDED = (b"old mode ", b"new mode ", b"new file mode ", b"deleted file mode ",
@@ -263,7 +264,7 @@ def check_diff(file: str, diff: bytes) -> None:
             sections.append(_Section(line[11:].rsplit(b" b/", 1)[-1]))
         elif (m := _HUNK.match(line)) is not None:
             hunks += 1
-            old, new = (int(x) if x is not None else 1 for x in m.groups())
+            old, new = (_count(file, x) if x is not None else 1 for x in m.groups())
             while old > 0 or new > 0:
                 body = lines[i] if i < len(lines) else None
                 i += 1
@@ -292,7 +293,7 @@ def check_diff(file: str, diff: bytes) -> None:
         raise PatchError(f"{file}: malformed: no file changes after the '---' line",
                          hint="the patch file was cut short; import it again")
     if stats:
-        want = tuple(int(x or 0) for x in stats[-1].groups())
+        want = tuple(_count(file, x or b"0") for x in stats[-1].groups())
         # a path whose type changes (file to symlink) is two sections under one stat line
         have = (len({sec.name for sec in sections}) or 1, plus, minus)
         if want != have:
@@ -300,6 +301,13 @@ def check_diff(file: str, diff: bytes) -> None:
                 f"{file}: malformed: its diffstat promises {want[0]} file(s), {want[1]} "
                 f"insertion(s), {want[2]} deletion(s); the diff carries {have[0]}, {have[1]}, "
                 f"{have[2]}", hint="the patch file was cut short or edited; import it again")
+
+
+def _count(file: str, digits: bytes) -> int:
+    if len(digits) > _MAX_DIGITS:
+        raise PatchError(f"{file}: malformed: a count of {len(digits)} digits",
+                         hint="the patch file was damaged; import it again")
+    return int(digits)
 
 
 def file_name(number: int, subject: str) -> str:
@@ -321,7 +329,10 @@ def git_date(file: str, rfc2822: str) -> str:
     parsed = email.utils.parsedate_tz(rfc2822)
     if parsed is None or parsed[9] is None:
         raise PatchError(f"{file}: cannot read the date {rfc2822!r}")
-    epoch = email.utils.mktime_tz(parsed)
+    try:
+        epoch = email.utils.mktime_tz(parsed)
+    except (ValueError, OverflowError):  # year 99999999: no calendar date
+        raise PatchError(f"{file}: cannot read the date {rfc2822!r}") from None
     offset = parsed[9]
     sign = "-" if offset < 0 or rfc2822.rstrip().endswith("-0000") else "+"
     hours, minutes = divmod(abs(offset) // 60, 60)

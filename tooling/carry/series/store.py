@@ -12,15 +12,13 @@ has it), so a reader never sees half of a version and a crash never loses the ol
 
 from __future__ import annotations
 
-import errno
-import os
 import re
-import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from carry.base import atomic
+from carry.base import atomic, redact, untrusted
 from carry.base.atomic import refuse_link
 from carry.base.errors import CarryError
 from carry.series.locate import MANIFEST, beside, series_dir, where_hint
@@ -38,6 +36,7 @@ from carry.series.manifest import (
     Target,
     TestPlan,
     check_name,
+    check_repo,
     dump_manifest,
     parse_manifest,
 )
@@ -65,6 +64,7 @@ __all__ = [
     "list_resolutions",
     "read_resolutions",
     "load",
+    "loads_manifest",
     "write_series",
     "save_manifest",
     "SCHEMA",
@@ -80,13 +80,14 @@ __all__ = [
     "Target",
     "TestPlan",
     "check_name",
+    "check_repo",
     "dump_manifest",
     "parse_manifest",
 ]
 
 COVER = "cover.md"
 PATCH_DIR = "patches"
-PATCH_NAME = re.compile(r"^(\d{4})-[A-Za-z0-9._-]*\.patch$")
+PATCH_NAME = re.compile(r"^([0-9]{4})-[A-Za-z0-9._-]*\.patch\Z")
 # Recorded conflict resolutions (carry.replay.rerere): one text file per conflicted path,
 # NNNN (the patch) and the conflict's id; part of every version like the patches.
 RESOLUTION_DIR = "resolutions"
@@ -193,26 +194,9 @@ def read_regular(path: Path, limit: int | None = None) -> bytes | None:
     not: a series is published (PR bodies, patches), so a `cover.md` linked to
     /proc/self/environ or to a file outside the series must never be read. A file larger
     than `limit` is refused before it is read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise CarryError(f"{path}: is a symbolic link; carry reads only regular files "
-                             "inside a series directory",
-                             hint="replace the link with the file itself") from None
-        raise CarryError(f"{path}: cannot read: {exc.strerror}") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):  # a directory, fifo or device
-        os.close(fd)
-        raise CarryError(f"{path}: not a regular file")
-    if limit is not None and info.st_size > limit:
-        os.close(fd)
-        raise CarryError(f"{path}: {info.st_size} bytes, more than the {limit} carry reads "
-                         "for such a file")
-    with os.fdopen(fd, "rb") as fh:
-        return fh.read()
+    if limit is None:
+        return untrusted.read_bytes(path, missing_ok=True)
+    return untrusted.read_bytes(path, missing_ok=True, limit=limit)
 
 
 def _text(path: Path) -> str | None:
@@ -281,17 +265,22 @@ def load(root: Path) -> Series:
     text = _text(path)
     if text is None:
         raise CarryError(f"{path}: no manifest")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ManifestError(f"{path}: not valid TOML: {exc}") from None
-    manifest = parse_manifest(path, data)
+    manifest = parse_manifest(path, loads_manifest(path, text))
     if manifest.name != root.name:
         raise ManifestError(f"{path}: key 'name': expected {root.name!r} (the directory), "
                             f"got {manifest.name!r}")
     series = Series(root, manifest, _text(root / COVER) or "")
     series.patches()  # validates the file names
     return series
+
+
+def loads_manifest(path: Path, text: str) -> dict[str, Any]:
+    """A manifest's TOML, through the one reader of untrusted documents (a kept version or a
+    tag's manifest as much as the current one)."""
+    try:
+        return untrusted.loads_toml(text)
+    except untrusted.BadData as exc:
+        raise ManifestError(f"{path}: {exc}") from None
 
 
 def write_series(
@@ -305,7 +294,7 @@ def write_series(
     `also` adds files (by path in the directory) in the same step: a version kept aside.
     """
     check_name(root.name)
-    manifest_text = dump_manifest(manifest)
+    manifest_text = redact.scrub(dump_manifest(manifest))  # a URL is stored without its token
     parse_manifest(root / MANIFEST, tomllib.loads(manifest_text))  # never write what we can't read
     old_patches = {p.name: p.read() for p in list_patches(root / PATCH_DIR)}
     new_patches = old_patches if patches is None else patches
@@ -314,7 +303,7 @@ def write_series(
             raise CarryError(f"{root}: cannot write {fname!r}: not a NNNN-slug.patch name")
     refuse_link(root)
     old_cover = _text(root / COVER)
-    new_cover = old_cover if cover is None else cover
+    new_cover = old_cover if cover is None else redact.scrub(cover)
     old_manifest = _text(root / MANIFEST)
     for fname in resolutions or {}:
         if not RESOLUTION_NAME.match(fname):

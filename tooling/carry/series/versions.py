@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from carry.base import untrusted
 from carry.base.errors import CarryError
 from carry.base.suggest import did_you_mean
 from carry.git import Repo
@@ -78,19 +79,21 @@ def _tag(series: Series, repo: Repo | None) -> str | None:
 def read(series: Series, version: str) -> Snapshot:
     """Files of `vN` from its tag, or of the working directory for 'current' or the
     current version when that is not tagged yet."""
-    number = version.lstrip("v")
-    if version == "current" or (number.isdigit() and int(number) == series.manifest.version
-                                and not _has_tag(series, int(number))):
+    # ASCII digits only: `v²` is isdigit() but no int(), and 5,000 digits are no version.
+    number = untrusted.ascii_int(version.removeprefix("v"), 9)
+    if version == "current" or (number == series.manifest.version
+                                and not _has_tag(series, number)):
         current = {p.name: p.read() for p in series.patches()}
-        return Snapshot(version, series.manifest_path.read_text("utf-8"), current,
+        return Snapshot(version, _text(series.manifest_path, series.root), current,
                         read_resolutions(series.root))
-    if not number.isdigit():
-        raise CarryError(f"bad version {version!r}: expected vN or 'current'",
+    if number is None:
+        shown = version if len(version) <= 40 else version[:40] + "..."
+        raise CarryError(f"bad version {shown!r}: expected vN or 'current'",
                          hint=did_you_mean(version, ["current"]))
     repo = toolkit_repo(series)
     if repo is None:
-        return _read_outside_git(series, version, int(number))
-    name = tag_name(series.name, int(number))
+        return _read_outside_git(series, version, number)
+    name = tag_name(series.name, number)
     tree = repo.try_rev_parse(f"refs/tags/{name}", "tree")
     if tree is None:
         known = [t.rsplit("/", 1)[-1] for t in repo.version_tags(f"series/{series.name}/v*")]
@@ -98,7 +101,10 @@ def read(series: Series, version: str) -> Snapshot:
                          f"{', '.join(known) or 'none'})",
                          hint=did_you_mean(version, [*known, "current"]))
     files = _tree_files(repo, tree, PATCH_DIR, PATCH_NAME)
-    manifest = (repo.show_file(tree, MANIFEST) or b"").decode("utf-8")
+    try:
+        manifest = (repo.show_file(tree, MANIFEST) or b"").decode("utf-8")
+    except UnicodeDecodeError:
+        raise CarryError(f"{name}: {MANIFEST} is not UTF-8") from None
     return Snapshot(version, manifest, files,
                     _tree_files(repo, tree, RESOLUTION_DIR, RESOLUTION_NAME))
 
@@ -112,6 +118,12 @@ def _tree_files(repo: Repo, tree: str, folder: str, names: re.Pattern[str]) -> d
         if names.match(fname) and mode in (b"100644", b"100755"):
             files[fname] = repo.read_object(sha)[2]
     return dict(sorted(files.items()))
+
+
+def _text(path: Path, root: Path) -> str:
+    """A file of the series or of a version kept in it, read as the one reader reads: no link
+    on the way from the series directory (`.versions` linked out of it is refused)."""
+    return untrusted.read_text(path, inside=root) or ""
 
 
 def _has_tag(series: Series, number: int) -> bool:
@@ -133,6 +145,7 @@ def _keep_outside_git(series: Series) -> str:
     import tempfile
 
     dest = series.root / KEPT / f"v{series.manifest.version}"
+    untrusted.refuse_links_between(series.root, dest)  # never write through a link
     if dest.is_dir():
         return f"{KEPT}/{dest.name}"
     dest.parent.mkdir(exist_ok=True)
@@ -155,16 +168,20 @@ def _keep_outside_git(series: Series) -> str:
 
 def _read_outside_git(series: Series, version: str, number: int) -> Snapshot:
     d = series.root / KEPT / f"v{number}"
-    if not (d / MANIFEST).is_file() or d.is_symlink():
+    untrusted.refuse_links_between(series.root, d / MANIFEST)
+    if not (d / MANIFEST).is_file():
         kept = sorted(p.name for p in (series.root / KEPT).glob("v*")) if (
             series.root / KEPT).is_dir() else []
         raise CarryError(f"no version {version} of {series.name} in {series.root / KEPT} "
                          f"(kept: {', '.join(kept) or 'none'})",
                          hint=did_you_mean(version, kept) or "outside a git checkout, "
                          "`rebase --refresh` keeps old versions there")
-    files = {p.name: p.read_bytes() for p in sorted((d / PATCH_DIR).iterdir())
-             if PATCH_NAME.match(p.name) and p.is_file() and not p.is_symlink()}
-    return Snapshot(version, (d / MANIFEST).read_text("utf-8"), files, read_resolutions(d))
+    pdir = d / PATCH_DIR
+    untrusted.refuse_links_between(series.root, pdir)
+    files = {p.name: untrusted.read_bytes(p, inside=series.root) or b""
+             for p in sorted(pdir.iterdir() if pdir.is_dir() else [])
+             if PATCH_NAME.match(p.name)}
+    return Snapshot(version, _text(d / MANIFEST, series.root), files, read_resolutions(d))
 
 
 def write_next(root: Path, manifest: Manifest, files: dict[str, bytes], summary: str,
@@ -211,13 +228,13 @@ def restore(series: Series, version: int) -> bool:
     """Put the series back to `version` (kept by `write_next`) and forget the versions after
     it, which never became real: what `rebase --abort` does to a refresh a kill interrupted."""
     import shutil
-    import tomllib
 
     from carry.git import ANY
-    from carry.series.store import parse_manifest, write_series
+    from carry.series.store import loads_manifest, parse_manifest, write_series
 
     snap = read(series, f"v{version}")
-    manifest = parse_manifest(series.manifest_path, tomllib.loads(snap.manifest))
+    manifest = parse_manifest(series.manifest_path,
+                              loads_manifest(series.manifest_path, snap.manifest))
     newer = range(version + 1, series.manifest.version + 1)
     write_series(series.root, manifest, snap.patches, resolutions=snap.resolutions)
     repo = toolkit_repo(series)

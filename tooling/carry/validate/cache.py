@@ -12,7 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from carry.base import untrusted
 from carry.base.atomic import write_json
+from carry.base.errors import CarryError
 
 SCHEMA = 1
 
@@ -27,11 +29,18 @@ def _path(root: Path, k: str) -> Path:
 
 
 def load(root: Path, k: str) -> dict[str, Any] | None:
+    """The report stored under `k`; a missing, damaged or foreign entry is a miss (the run
+    then stores a good one over it), never an error."""
+    from carry.validate.results import Report
+
     try:
-        data: dict[str, Any] = json.loads(_path(root, k).read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
+        data: dict[str, Any] = untrusted.read_json(_path(root, k), dict, missing_ok=True)
+        if data is None or data.get("cache_key") != k:
+            return None
+        Report.from_data(data)  # every field of its type
+    except (CarryError, ValueError):
         return None
-    return data if data.get("cache_key") == k else None
+    return data
 
 
 def store(root: Path, k: str, data: dict[str, Any]) -> None:
@@ -47,9 +56,10 @@ def link(root: Path, early: str, k: str) -> None:
 def follow(root: Path, early: str) -> dict[str, Any] | None:
     """The report `link` tied to `early`, if both are still there."""
     try:
-        k = json.loads((root / ("early-" + early.removeprefix("sha256:") + ".json")).read_text(
-            encoding="utf-8")).get("key")
-    except (FileNotFoundError, ValueError, AttributeError):
+        link = untrusted.read_json(root / ("early-" + early.removeprefix("sha256:") + ".json"),
+                                   dict, missing_ok=True)
+    except (CarryError, ValueError):
         return None
+    k = link.get("key") if link is not None else None
     return load(root, k) if isinstance(k, str) else None
 

@@ -61,11 +61,6 @@ class TestRun:
             t.errors += s.errors
         return t
 
-    @classmethod
-    def from_data(cls, d: dict[str, Any]) -> TestRun:
-        return cls([SuiteCounts(**s) for s in d["suites"]],
-                   [Failure(**f) for f in d["failures"]], dict(d["outcomes"]))
-
 
 def node_id(classname: str, name: str, is_file: Callable[[str], bool]) -> str:
     """Rebuild pytest's node id from JUnit's dotted classname, using the files in the tree to
@@ -183,11 +178,6 @@ class Baseline:
     flagged: bool
     note: str = ""
 
-    @classmethod
-    def from_data(cls, d: dict[str, Any]) -> Baseline:
-        run = TestRun.from_data(d["run"]) if d.get("run") else None
-        return cls(**{**d, "run": run})
-
 
 @dataclass
 class Report:
@@ -222,8 +212,7 @@ class Report:
 
     @classmethod
     def from_data(cls, d: dict[str, Any]) -> Report:
-        data = dict(d)
-        data["steps"] = [StepResult(**s) for s in d["steps"]]
-        data["tests"] = TestRun.from_data(d["tests"]) if d.get("tests") else None
-        data["baseline"] = Baseline.from_data(d["baseline"]) if d.get("baseline") else None
-        return cls(**data)
+        """A report read back (the cache): every field of its type, or BadData."""
+        from carry.base import untrusted
+
+        return untrusted.build(cls, d, "report", strict=True)

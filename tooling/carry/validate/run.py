@@ -288,12 +288,12 @@ def _run_steps(resolved: plan.Resolved, session: engines.Session, wts: dict[str,
         began = time.monotonic()
         if step.kind == "diff-check":
             clean, out = repo.diff_check(t.onto, t.head)
-            log.write_bytes(f"$ git diff --check {t.onto} {t.head}\n".encode() + out)
+            atomic.write_bytes(log, f"$ git diff --check {t.onto} {t.head}\n".encode() + out)
             r.status, r.returncode = ("passed", 0) if clean else ("failed", 2)
             if not clean:
                 r.note = "whitespace errors; see the log"
         elif step.kind == "hook" and step.hook is not None and step.hook.missing:
-            log.write_text(step.hook.note + "\n", encoding="utf-8")
+            atomic.write_text(log, step.hook.note + "\n")
             r.status, r.note, r.log = "missing", step.hook.note, str(log)
         elif step.kind in ("pytest", "baseline") and not installed:
             r.status, r.note, r.log = "skipped", "the requirements did not install", ""
@@ -306,6 +306,7 @@ def _run_steps(resolved: plan.Resolved, session: engines.Session, wts: dict[str,
             if step.kind == "install" and rc != 0:
                 installed = False
             started = _junit_written(step.argv)
+            _scrub_junit(step.argv)
             if step.kind in ("pytest", "baseline") and rc not in (0, 1):
                 r.note = _PYTEST_EXIT.get(rc, f"pytest exited {rc}")
             if step.kind in ("pytest", "baseline") and not started:
@@ -323,6 +324,14 @@ def _junit_written(argv: Sequence[str]) -> bool:
     """A pytest step that wrote no JUnit XML never ran a test (`No module named pytest`)."""
     xml = next((a.removeprefix("--junitxml=") for a in argv if a.startswith("--junitxml=")), "")
     return not xml or Path(xml).is_file()
+
+
+def _scrub_junit(argv: Sequence[str]) -> None:
+    """The JUnit XML pytest wrote quotes the tests' failures: scrubbed like the log, before
+    carry reads it."""
+    xml = next((a.removeprefix("--junitxml=") for a in argv if a.startswith("--junitxml=")), "")
+    if xml and Path(xml).is_file() and not Path(xml).is_symlink():
+        atomic.write_bytes(Path(xml), Path(xml).read_bytes())
 
 
 def _reason(log: Path) -> str:

@@ -52,6 +52,13 @@ PrBase = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--base", help="The PR's base branch (default: the fork's branch, else main).")]
 Remote = Annotated[Optional[str], typer.Option(  # noqa: UP045
     help="The git remote for the refreshed branch (default: the fork's remote, else origin).")]
+OpenLimit = Annotated[int, typer.Option(
+    "--open-limit", min=0, metavar="N",
+    help="Open at most N PRs and issues in this run; the rest wait for a later run (0: no "
+         "limit; a manifest's [ci].open_limit bounds its series too).")]
+Dashboard = Annotated[bool, typer.Option(
+    "--dashboard", help="Keep one dashboard issue of every series and target; its boxes "
+                        "retry a cell or pause a series (ci/README.md).")]
 
 
 def _job_flags(
@@ -76,12 +83,13 @@ def _loop_flags(
     api_url: ApiUrl = None,
     token_env: TokenEnv = None,
     max_wait: MaxWait = 60.0,
+    open_limit: OpenLimit = 0,
 ) -> LoopOptions:
     """The loop's flags, declared once for `carry ci`, `carry ci run` and `carry ci loop`."""
     from carry.job import loop
 
     return loop.Options(open_pr, track_issues, dry_run, forge_repo, base, remote, api_url,
-                        token_env, max_wait)
+                        token_env, max_wait, open_limit)
 
 
 @ci_app.callback(invoke_without_command=True)
@@ -100,6 +108,7 @@ def ci_job(
         help="Check against this ref instead of the manifest targets; repeat.")] = None,
     job: JobOptions,
     loop: LoopOptions,
+    dashboard: Dashboard = False,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
@@ -119,9 +128,15 @@ def ci_job(
     if repo is None:
         raise CarryError("carry ci needs --repo PATH", hint="carry ci --help")
     result = jobmod.run(_root(series_dir), names or [], Repo.open(repo), target or [],
-                        onto or [], job, loop)
+                        onto or [], job, _with_dashboard(loop, dashboard))
     reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
+
+
+def _with_dashboard(loop: LoopOptions, dashboard: bool) -> LoopOptions:
+    from dataclasses import replace
+
+    return replace(loop, dashboard=dashboard) if dashboard else loop
 
 
 @ci_app.command("matrix")
@@ -129,6 +144,13 @@ def ci_matrix(
     repo: RepoPath,
     ledger: Ledger = Path("carry-ledger.json"),
     force: Annotated[bool, typer.Option(help="List cells the ledger holds too.")] = False,
+    dashboard: Annotated[bool, typer.Option(
+        "--dashboard", help="Read the dashboard's boxes (never writes): skip paused series, "
+                            "add ticked retries.")] = False,
+    forge_repo: LoopRepo = None,
+    api_url: ApiUrl = None,
+    token_env: TokenEnv = None,
+    max_wait: MaxWait = 60.0,
     series_dir: SeriesDir = None,
 ) -> None:
     """Print the GitHub Actions matrix of pending cells.
@@ -140,8 +162,11 @@ def ci_matrix(
     from carry.cli import views
     from carry.git import Repo
     from carry.job import cells as job
+    from carry.job import loop
 
-    views.show_matrix(*job.matrix(_root(series_dir), Repo.open(repo), ledger, force))
+    board = loop.Options(forge_repo=forge_repo, api_url=api_url, token_env=token_env,
+                         max_wait=max_wait, dashboard=True) if dashboard else None
+    views.show_matrix(*job.matrix(_root(series_dir), Repo.open(repo), ledger, force, board))
 
 
 @ci_app.command("run")
@@ -155,6 +180,9 @@ def ci_run(
         help="The tag or branch the cell checks (a tag target needs it).")] = None,
     ledger: Ledger = Path("carry-ledger.json"),
     force: Annotated[bool, typer.Option(help="Run even if the ledger holds it.")] = False,
+    retry: Annotated[bool, typer.Option(
+        help="Run again past the ledger and the validation cache (a dashboard retry).")
+    ] = False,
     *,
     job: JobOptions,
     loop: LoopOptions,
@@ -169,10 +197,14 @@ def ci_run(
     Example: carry ci run mamba-sparse-retention upstream-release --ref v0.34.0 --repo ../vllm
     --open-pr --track-issues
     """
+    from dataclasses import replace
+
     from carry.cli import reports
     from carry.git import Repo
     from carry.job import cells as jobmod
 
+    if retry:
+        job = replace(job, retry=frozenset({(name, target_name)}))
     result = jobmod.run_cell(_root(series_dir), name, target_name, ref, Repo.open(repo), job,
                              ledger, force, loop)
     reports.show_job(result, json)
@@ -182,11 +214,13 @@ def ci_run(
 @ci_app.command("loop")
 @grouped("loop", _loop_flags)
 def ci_loop(
-    summaries: Annotated[list[Path], typer.Argument(help="summary.json files of the cells.")],
     repo: RepoPath,
+    summaries: Annotated[Optional[list[Path]], typer.Argument(  # noqa: UP045
+        help="summary.json files of the cells (none: only the dashboard).")] = None,
     out: Out = Path("carry-out"),
     *,
     loop: LoopOptions,
+    dashboard: Dashboard = False,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
@@ -200,7 +234,8 @@ def ci_loop(
     from carry.git import Repo
     from carry.job import cells as job
 
-    result = job.loop_from(_root(series_dir), Repo.open(repo), summaries, out, loop)
+    result = job.loop_from(_root(series_dir), Repo.open(repo), summaries or [], out,
+                           _with_dashboard(loop, dashboard))
     reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
 

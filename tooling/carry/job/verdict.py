@@ -61,8 +61,8 @@ def triage(s: Series, repo: Repo, onto: str, head: str, report: Report, engine: 
 
 
 def tail(report: Report, lines: int = TAIL_LINES) -> str:
-    """The end of the pytest step's log, scrubbed, without what differs between two runs of
-    the same failure (the durations, the throw-away checkout's path)."""
+    """The end of the pytest step's output, scrubbed, without what differs between two runs
+    of the same failure (the durations, the throw-away checkout's path)."""
     step = next((x for x in report.steps if x.kind == "pytest" and x.log), None)
     if step is None:
         return ""
@@ -70,5 +70,8 @@ def tail(report: Report, lines: int = TAIL_LINES) -> str:
         text = Path(step.log).read_text("utf-8", "replace")
     except OSError:
         return ""
-    kept = [_TIME.sub("", _WORKTREE.sub("", line)).rstrip() for line in text.splitlines()]
+    lines_of = text.splitlines()
+    if len(lines_of) >= 2 and lines_of[0].startswith("# cwd: ") and lines_of[1].startswith("$"):
+        lines_of = lines_of[2:]  # the engine's header: the checkout and the command line
+    kept = [_TIME.sub("", _WORKTREE.sub("", line)).rstrip() for line in lines_of]
     return redact.scrub("\n".join(kept[-lines:]).strip("\n"))[-6000:]

@@ -197,6 +197,19 @@ def test_a_pause_box_pauses_the_series_until_unticked(site: Site) -> None:
     assert site.board().paused == {"good"}
     assert site.ci("--open-pr", "--track-issues")["dashboard"][0]["action"] == "unchanged"
 
+    # A cell that ran anyway (planned before the tick) is left alone by the loop job too.
+    cell = run_carry("ci", "run", "good", "release", "--ref", "v3", "--repo",
+                     str(site.up.path), "--engine", "local", "--ledger",
+                     str(site.tmp / "ledger.json"), "--out", str(site.tmp / "cell"),
+                     env=site.env)
+    assert cell.code == 1, cell.err
+    mark = site.writes()
+    loop = run_carry("ci", "loop", str(site.tmp / "cell" / "summary.json"), "--repo",
+                     str(site.up.path), "--out", str(site.tmp / "loop"), "--open-pr",
+                     "--track-issues", "--dashboard", "--json", env=site.env)
+    assert loop.code == 0, loop.err
+    assert json.loads(loop.out)["loop"] == [] and site.writes() == mark
+
     site.tick(ALICE, "pause", on=False)
     resumed = site.ci("--open-pr", "--track-issues")
     assert resumed["rows"][0]["rebase"] == "conflict"
@@ -208,11 +221,8 @@ def test_a_box_ticked_without_write_access_is_ignored(site: Site) -> None:
     site.ci()
     site.tick(MALLORY, "retry")
     site.tick(MALLORY, "pause")
-    # A writer's later edit (text only) does not make mallory's ticks count, and a box line
-    # added by hand is not one the dashboard rendered.
-    issue = site.dashboard()
-    _patch(site.gh, ALICE, issue.number, issue.body + "\nA note from alice.\n"
-           "- [x] `evil` <!-- carry:box pause series=good -->\n")
+    issue = site.dashboard()  # a writer's later edit does not make mallory's ticks count
+    _patch(site.gh, ALICE, issue.number, issue.body + "\nA note from alice.\n")
     run = site.ci()
     assert run["rows"][0]["validate"] == "cached passed"  # neither retried nor paused
     board = site.board()
@@ -220,10 +230,26 @@ def test_a_box_ticked_without_write_access_is_ignored(site: Site) -> None:
     body = site.dashboard().body
     assert "- [ ] `good` on `release` <!-- carry:box retry" in body  # put back
     assert "- [ ] `good` <!-- carry:box pause series=good -->" in body
-    assert "A note from alice" not in body and "`evil`" not in body
+    assert "A note from alice" not in body
     assert "`mallory`" in body and "no write access to lab/fork: 1 box(es) put back" in body
-    # The same ticks by a writer count.
-    site.tick(ALICE, "retry")
+
+    # Nor do boxes a writer adds by hand: one for a series the dashboard never rendered, and
+    # one that repeats a rendered box (which of the two would count?).
+    synthetic.import_series(site.root, site.up.path, "late", "weak", sys.executable)
+    late = seriesmod.find(site.root, "late")
+    late.manifest.targets = [Target(name="release", tags="v*", kind="release")]
+    late.manifest.fork = Repository(repo=FORK, remote="origin", branch="main")
+    seriesmod.save_manifest(late)
+    issue = site.dashboard()
+    _patch(site.gh, ALICE, issue.number, issue.body +
+           "- [x] `late` <!-- carry:box pause series=late -->\n"
+           "- [x] `good` again <!-- carry:box pause series=good -->\n")
+    rows = {r["series"]: r for r in site.ci()["rows"]}
+    assert set(rows) == {"good", "late"} and site.board().paused == set()
+    body = site.dashboard().body
+    assert "- [ ] `late` <!-- carry:box pause series=late -->" in body and "again" not in body
+
+    site.tick(ALICE, "retry")  # the same tick by a writer counts
     assert site.ci()["rows"][0]["validate"] == "passed"
 
 

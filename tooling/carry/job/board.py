@@ -79,15 +79,18 @@ def is_dashboard(body: str) -> bool:
 
 def boxes(body: str) -> dict[Key, bool]:
     """The boxes of a body, by their markers; a box line without a well-formed marker is
-    not a box."""
+    not a box, and a marker on two lines names neither (which one would count?)."""
     out: dict[Key, bool] = {}
+    twice: set[Key] = set()
     for m in _BOX.finditer(body):
         f = dict(kv.split("=", 1) for kv in m.group(3).split())
         series, target = unquote(f.get("series", "")), unquote(f.get("target", ""))
         if series and (target or m.group(2) == "pause"):
-            out[(m.group(2), series, target if m.group(2) == "retry" else "")] = \
-                m.group(1) != " "
-    return out
+            key = (m.group(2), series, target if m.group(2) == "retry" else "")
+            if key in out:
+                twice.add(key)
+            out[key] = m.group(1) != " "
+    return {k: v for k, v in out.items() if k not in twice}
 
 
 def apply(board: Board, ticked: dict[Key, bool]) -> None:

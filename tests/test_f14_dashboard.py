@@ -7,6 +7,8 @@ double on 127.0.0.1 (PyGithub's real HTTP), with real git repositories and the l
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
@@ -23,6 +25,7 @@ from tests import github_server
 from tests.conftest import CommitBuilder, git, run_carry
 from tests.validate import synthetic
 
+CI = Path(__file__).resolve().parents[1] / "ci"
 TOKEN = "ghp_dashboard_secret_0123456789"
 ALICE, MALLORY = "ghp_alice_writer_token_1", "ghp_mallory_triage_token_2"
 FORK = "lab/fork"
@@ -127,6 +130,15 @@ def test_one_dashboard_after_several_runs_and_a_quiet_rerun_writes_nothing(site:
     third = site.ci("--open-pr", "--track-issues")
     assert third["dashboard"][0]["action"] == "unchanged"
     assert site.writes() == mark  # nothing new: not one request that writes
+    # The workflow's loop job on a run without cells: it reads the dashboard, writes nothing.
+    env = {**os.environ, **site.env, "GH_TOKEN": TOKEN,
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    proc = subprocess.run(["bash", str(CI / "loop.sh"), str(site.up.path),
+                           str(site.tmp / "no-cells"), "--json"], cwd=site.tmp, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["dashboard"][0]["action"] == "unchanged"
+    assert site.writes() == mark
 
     issue = site.dashboard()  # still the one dashboard, and carry's
     assert issue.user == "carry-bot" and issue.title == boardmod.TITLE
@@ -144,7 +156,7 @@ def test_one_dashboard_after_several_runs_and_a_quiet_rerun_writes_nothing(site:
     assert "- [ ] `good` <!-- carry:box pause series=good -->" in body
     assert "Last run with news: " in body and TOKEN not in body
     summary = (site.tmp / "step-summary.md").read_text()
-    assert summary.count("### Dashboard") == 3 and row in summary  # the same table, each run
+    assert summary.count("### Dashboard") == 4 and row in summary  # the same table, each run
     assert tracking.matches(site.issues()[conflict["number"]].body, "good", "release")
 
 

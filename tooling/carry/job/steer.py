@@ -177,7 +177,8 @@ def _state(row: Any) -> tuple[str, list[str]]:
         if roots:
             lines = [f"root {_root(w)}" for w in roots]
             more = len(why) - len(roots)
-            return "conflict", lines + ([f"{more} more build on it"] if more else [])
+            built = "1 later patch builds" if more == 1 else f"{more} later patches build"
+            return "conflict", lines + ([f"{built} on it"] if more else [])
         stop = row.stop
         where = f" ({', '.join(stop.paths)})" if stop is not None and stop.paths else ""
         return "conflict", [f"root `{stop.file if stop else row.conflict}`{where}"] + [
@@ -200,7 +201,7 @@ def _root(w: dict[str, Any]) -> str:
         return f"{name}: {w.get('text', '')}".rstrip(": ")
     pr = f" (#{cause['pr']})" if cause.get("pr") else ""
     return f"{name} since upstream `{str(cause.get('sha', ''))[:12]}` " \
-           f"{cause.get('subject', '')}{pr}"
+           f"\"{cause.get('subject', '')}\"{pr}"
 
 
 def _act(board: Board, act: Action) -> None:

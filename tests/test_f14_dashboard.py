@@ -336,3 +336,55 @@ def test_at_most_n_opened_per_run_and_the_rest_wait(site: Site) -> None:
     assert acts[("release", "pr")]["action"] in ("updated", "unchanged")  # takes no room
     assert acts[("edge", "issue")]["action"] == "opened"
     assert "Waiting for the next run" not in site.dashboard().body
+
+
+def test_the_run_and_each_series_bound_what_is_opened(site: Site) -> None:
+    """--open-limit bounds the run; a manifest's [ci] open_limit its own series."""
+    from carry.git import Repo
+    from carry.job import loop
+
+    s = seriesmod.find(site.root, "good")
+    s.manifest.ci.open_limit = 2
+    seriesmod.save_manifest(s)
+    assert "[ci]\nopen_limit = 2\n" in s.manifest_path.read_text()
+    s = seriesmod.find(site.root, "good")
+    other = seriesmod.find(site.root, "good")
+    other.manifest.name, other.manifest.ci.open_limit = "other", 0
+    repo = Repo.open(str(site.up.path))
+
+    def room(limit: int, taken: dict[str, int]) -> tuple[bool, bool]:
+        ctx = loop._Context(repo, loop.Options(open_limit=limit), opened=dict(taken))
+        return ctx.room(s), ctx.room(other)
+
+    assert room(0, {"good": 1}) == (True, True)
+    assert room(0, {"good": 2}) == (False, True)  # the series' own bound
+    assert room(3, {"good": 1, "other": 1}) == (True, True)
+    assert room(3, {"good": 1, "other": 2}) == (False, False)  # the run's
+
+
+def test_bad_dashboard_input_is_one_line_and_asks_github_nothing(site: Site) -> None:
+    base = ["ci", "--repo", str(site.up.path), "--engine", "local", "--out",
+            str(site.tmp / "out")]
+    other = seriesmod.find(site.root, "good")
+    other.manifest.fork = Repository(repo="lab/other", remote="origin", branch="main")
+    synthetic.import_series(site.root, site.up.path, "late", "weak", sys.executable)
+    late = seriesmod.find(site.root, "late")
+    late.manifest.fork = Repository(repo=FORK, remote="origin", branch="main")
+    seriesmod.save_manifest(late)
+    seriesmod.save_manifest(other)
+    cases = [
+        ([*base, "--open-limit", "-1"], "--open-limit"),
+        ([*base, "--dashboard"], "the series name several repositories: lab/fork, lab/other"),
+        (["ci", "loop", "--repo", str(site.up.path), "--open-pr"], "summary.json files"),
+        (["ci", "matrix", "--repo", str(site.up.path), "--dashboard", "--forge-repo", "x"],
+         "--forge-repo"),
+    ]
+    for args, said in cases:
+        r = run_carry(*args, env=site.env)
+        assert r.code == 2 and said in r.err, (args, r.err)
+        assert len(r.err.strip().splitlines()) == 1 and r.err.startswith("carry: error: ")
+    path = other.manifest_path
+    path.write_text(path.read_text() + "\n[ci]\nopen_limit = -1\n")
+    r = run_carry(*base, env=site.env)
+    assert r.code == 2 and "key 'ci.open_limit': expected an integer >= 0, got -1" in r.err
+    assert site.gh.state.requests == []

@@ -59,15 +59,14 @@ def repo_of(series: Sequence[seriesmod.Series], opts: Options) -> str:
     if len(found) > 1:
         raise CarryError("--dashboard keeps one issue, but the series name several "
                          f"repositories: {', '.join(found)}", hint="pass --forge-repo OWNER/NAME")
-    if not found:
-        raise CarryError("--dashboard needs a series with a [fork].repo",
-                         hint="pass --forge-repo OWNER/NAME")
     return found[0]
 
 
 def read(root: Path, opts: Options) -> Steering:
     """Every imported series' repository must be the same one; then the dashboard's boxes."""
     chosen = [s for s in seriesmod.list_series(root) if s.patches()]
+    if not chosen:
+        raise CarryError(f"no imported series in {root}", hint="run carry import first")
     full = repo_of(chosen, opts)
     forge = opts.access.connect()
     return Steering(full, *_find(forge, full), forge)

@@ -65,14 +65,15 @@ class Site:
     def board(self) -> boardmod.Board:
         return boardmod.parse(FORK, self.dashboard().body)
 
-    def tick(self, token: str, kind: str, on: bool = True, extra: str = "") -> None:
-        """Someone edits the dashboard on GitHub: (un)ticks the first `kind` box."""
+    def tick(self, token: str, kind: str, on: bool = True) -> None:
+        """Someone (un)ticks the first `kind` box in GitHub's web editor, which saves the
+        body with CRLF line ends."""
         issue = self.dashboard()
-        lines = issue.body.split("\n")
+        lines = issue.body.replace("\r\n", "\n").split("\n")
         i = next(n for n, ln in enumerate(lines) if f"<!-- carry:box {kind} " in ln)
         lines[i] = lines[i].replace("- [ ]", "- [x]") if on else \
             lines[i].replace("- [x]", "- [ ]")
-        _patch(self.gh, token, issue.number, "\n".join(lines) + extra)
+        _patch(self.gh, token, issue.number, "\r\n".join(lines))
 
     def writes(self) -> int:
         return len(self.gh.state.writes())
@@ -388,3 +389,24 @@ def test_bad_dashboard_input_is_one_line_and_asks_github_nothing(site: Site) -> 
     r = run_carry(*base, env=site.env)
     assert r.code == 2 and "key 'ci.open_limit': expected an integer >= 0, got -1" in r.err
     assert site.gh.state.requests == []
+
+
+def test_the_board_parses_only_what_it_renders() -> None:
+    """Boxes by their markers (a tick saved by GitHub's editor with CRLF counts; a marker
+    quoted in prose does not), and a record no subject can break out of."""
+    board = boardmod.Board(FORK, cells=[boardmod.Cell("good", "release", ref="v3",
+                                                      state="conflict", details=[
+                                                          'root since "x <!-- y -->" (#1)'])])
+    board.paused = {"good"}
+    text = boardmod.render(board)
+    assert all(ln.startswith("<!-- carry:") or " <!-- carry:box " in ln  # carry's own only
+               for ln in text.splitlines() if "<!--" in ln)
+    back = boardmod.parse(FORK, text)
+    assert back.cells == board.cells and back.paused == {"good"} and back.retry == set()
+    ticked = text.replace("- [ ] `good` on", "- [x] `good` on").replace("\n", "\r\n")
+    assert boardmod.is_dashboard(ticked) and boardmod.parse(FORK, ticked).retry == {
+        ("good", "release")}
+    quoted = text + "\nsee `<!-- carry:box retry series=good target=main -->` above\n"
+    assert ("retry", "good", "main") not in boardmod.boxes(quoted)
+    assert boardmod.parse(FORK, text.replace("carry:dashboard-data {", "carry:dashboard-data "
+                                             "{not json")).cells == []

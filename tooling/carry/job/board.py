@@ -73,7 +73,7 @@ class Board:
 
 
 def is_dashboard(body: str) -> bool:
-    m = _HEAD.search(body)
+    m = _HEAD.search(body.replace("\r\n", "\n"))  # GitHub's web editor saves CRLF
     return m is not None and m.start() == 0
 
 
@@ -82,7 +82,7 @@ def boxes(body: str) -> dict[Key, bool]:
     not a box, and a marker on two lines names neither (which one would count?)."""
     out: dict[Key, bool] = {}
     twice: set[Key] = set()
-    for m in _BOX.finditer(body):
+    for m in _BOX.finditer(body.replace("\r\n", "\n")):
         f = dict(kv.split("=", 1) for kv in m.group(3).split())
         series, target = unquote(f.get("series", "")), unquote(f.get("target", ""))
         if series and (target or m.group(2) == "pause"):
@@ -106,7 +106,7 @@ def parse(repo: str, body: str) -> Board:
     """The board carry wrote: its record, and its boxes. Anything malformed in the record is
     left out (the next run fills the cell again), never an error."""
     board = Board(repo)
-    m = _DATA.search(body)
+    m = _DATA.search(body.replace("\r\n", "\n"))
     try:
         data = json.loads(m.group(1)) if m else {}
     except ValueError:
@@ -147,8 +147,9 @@ def _when(stamp: str) -> str:
 
 
 def _md(text: str) -> str:
-    """Safe inside a table cell: no pipe ends it, no newline breaks the row."""
-    return text.replace("|", "\\|").replace("\r", "").replace("\n", " ")
+    """Safe inside a table cell: no pipe ends it, no newline breaks the row, no `<` opens a
+    tag or a comment (an upstream subject is anyone's text)."""
+    return text.replace("|", "\\|").replace("\r", "").replace("\n", " ").replace("<", "&lt;")
 
 
 def _code(text: str) -> str:

@@ -30,7 +30,7 @@ def marker(series: str, target: str, ref: str, upstream: str) -> str:
 
 
 def matches(body: str, series: str, target: str) -> dict[str, str] | None:
-    m = _LINE.search(body)
+    m = _LINE.search(body.replace("\r\n", "\n"))  # GitHub's web editor saves CRLF
     if m is None:
         return None
     fields = {k: unquote(v) for k, v in (kv.split("=", 1) for kv in m.group(1).split())}

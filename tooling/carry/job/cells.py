@@ -242,7 +242,7 @@ def _steered(root: Path, st: Any, cells: list[dict[str, str]]) -> None:
         t = next((t for t in seriesmod.find(root, c.series).manifest.targets
                   if t.name == c.target), None)
         ref = c.ref or (t.ref if t else "")
-        if not ref:
+        if not ref or ref.startswith("-"):
             continue  # a tag target never run: the plan lists its newest tag anyway
         same = [x for x in cells if (x["series"], x["target"], x["ref"]) == (*c.key, ref)]
         if not same:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -40,11 +40,13 @@ class Site:
     tmp: Path
     gh: github_server.RunningServer
 
+    env_extra: dict[str, str] = field(default_factory=dict)
+
     @property
     def env(self) -> dict[str, str]:
         return {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": self.gh.url,
                 "CARRY_SERIES_DIR": str(self.root),
-                "GITHUB_STEP_SUMMARY": str(self.tmp / "step-summary.md")}
+                "GITHUB_STEP_SUMMARY": str(self.tmp / "step-summary.md"), **self.env_extra}
 
     def ci(self, *extra: str, codes: tuple[int, ...] = (0, 1)) -> dict:
         """One scheduled run of the whole job, with the dashboard."""
@@ -361,6 +363,31 @@ def test_the_run_and_each_series_bound_what_is_opened(site: Site) -> None:
     assert room(0, {"good": 2}) == (False, True)  # the series' own bound
     assert room(3, {"good": 1, "other": 1}) == (True, True)
     assert room(3, {"good": 1, "other": 2}) == (False, False)  # the run's
+
+
+def test_index_releases_waiting_for_their_tag_or_yanked_are_on_the_board(site: Site) -> None:
+    """A series that names its package: the index (PEP 691, on 127.0.0.1) has 5 with no tag
+    yet, and 3, the newest tag, yanked."""
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from tests.test_releases import _Index
+
+    s = seriesmod.find(site.root, "good")
+    s.manifest.upstream.repo, s.manifest.upstream.package = "example/calc", "calc"
+    seriesmod.save_manifest(s)
+    _release(site.up, "v3", "Release 3", {"NEWS": "3\n"})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Index)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        site.env_extra = {"PIP_INDEX_URL": f"http://127.0.0.1:{server.server_address[1]}/simple",
+                          "CARRY_LEDGER": str(site.tmp / "none.json")}
+        site.ci()
+    finally:
+        server.shutdown()
+    (cell,) = site.board().cells
+    assert (cell.ref, cell.pending) == ("v3", ["3: yanked", "5: waiting for the tag"])
+    assert "validated<br>3: yanked<br>5: waiting for the tag" in site.dashboard().body
 
 
 def test_bad_dashboard_input_is_one_line_and_asks_github_nothing(site: Site) -> None:

@@ -220,13 +220,17 @@ def _act(board: Board, act: Action) -> None:
 
 def _pending(s: seriesmod.Series, repo: Repo) -> dict[str, list[str]]:
     """Index releases the board shows beside a tag target: waiting for the tag, or yanked
-    (only for a series that names its package, as `carry releases` does)."""
+    (only for a series that names its package, as `carry releases` does, with the ledger
+    `$CARRY_LEDGER` names, as the workflow sets it)."""
     if not s.manifest.upstream.package:
         return {}
+    import os
+
     from carry.job import releases
 
+    ledger = Path(os.environ.get("CARRY_LEDGER") or "carry-ledger.json")
     try:
-        found = releases.run(s, repo, Path("carry-ledger.json"), None, None, None)
+        found = releases.run(s, repo, ledger, None, None, None)
     except CarryError as exc:
         notes.warn(f"dashboard: the releases of {s.name} are not shown: {exc.line()}")
         return {}

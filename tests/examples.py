@@ -150,8 +150,7 @@ def dashboard_body() -> str:
     dev = Row(NAME, "fork-dev", sha("dev"), "applied", validate="cached passed",
               summary="382 tests passed across the six suites", ref="dev/jovian-judgement")
     release = Row(NAME, "upstream-release@v0.34.0", sha("v0.34.0"), "conflict",
-                  ref="v0.34.0", conflict="0001-BugFix-Mamba-sparse-retention.patch")
-    setattr(release, "why", [  # noqa: B010 - the replay's `why` (F10), as a cell carries it
+                  ref="v0.34.0", conflict="0001-BugFix-Mamba-sparse-retention.patch", why=[
         {"file": "0001-BugFix-Mamba-sparse-retention.patch", "status": "conflict",
          "cause": {"sha": sha("55012"), "subject": "[Core] Hybrid allocator: one boundary list",
                    "pr": 55012}, "builds_on": "",

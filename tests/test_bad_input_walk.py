@@ -3,7 +3,8 @@ manifests, states, URLs, HTTP answers), each through the real CLI in its own pro
 
 Each must end in one line on stderr (`carry: error: ...`), exit 2, no traceback and no
 internal error, with the series folder, the repository's and its remote's refs byte-for-byte
-unchanged and no request that writes to GitHub. Run with -s to see the counts: inputs tried,
+unchanged, no request that writes to GitHub, and no command run that an input smuggled in
+as a git option (it would create `{mark}`). Run with -s to see the counts: inputs tried,
 clean errors.
 """
 
@@ -119,6 +120,37 @@ def _write(rel: str, data: bytes) -> Mutate:
     return _tree(lambda d: (d / rel).write_bytes(data))
 
 
+def _mark(root: Path) -> Path:
+    """The file a smuggled command creates: its existence fails the case."""
+    return root.parent / "RAN"
+
+
+def _remote_option(table: str, option: str) -> Mutate:
+    """[TABLE].remote set to a git option that runs a command."""
+    def go(root: Path) -> None:
+        p = root / "demo" / "series.toml"
+        value = option.replace("{mark}", str(_mark(root)))
+        p.write_text(p.read_text() + f'\n[{table}]\nrepo = "lab/fork"\nremote = "{value}"\n'
+                     'branch = "main"\n\n[[target]]\nname = "rel"\nref = "base"\n'
+                     'kind = "release"\n')
+    return go
+
+
+def _loop_summary(option: str) -> Mutate:
+    """A cell's summary that `ci loop --open-pr` acts on (a clean release target), with the
+    manifest's fork remote an option: the loop pushes to that remote."""
+    def go(root: Path) -> None:
+        import json
+        import tomllib
+
+        _remote_option("fork", option)(root)
+        base = tomllib.loads((root / "demo" / "series.toml").read_text())["base"]["commit"]
+        row = {"series": "demo", "target": "rel", "onto": base, "rebase": "applied",
+               "validate": "passed", "ref": "base"}
+        (root.parent / "summary.json").write_text(json.dumps({"rows": [row]}))
+    return go
+
+
 # -- the table ---------------------------------------------------------------------------------
 
 APPLY = ["apply", "demo", "--repo", "{repo}", "--onto", "base", "--branch", "new"]
@@ -177,6 +209,8 @@ MANIFESTS: dict[str, Mutate] = {
     "manifest-dir": _replace_with_dir("series.toml"),
     "manifest-link": _symlink("series.toml", "/etc/hostname"),
     "manifest-dangling": _symlink("series.toml", "/nonexistent/series.toml"),
+    "fork-remote-option": _remote_option("fork", "--upload-pack=touch {mark}"),
+    "upstream-remote-option": _remote_option("upstream", "--upload-pack=touch {mark}"),
 }
 
 FILES: dict[str, Mutate] = {
@@ -357,7 +391,14 @@ def _cases() -> list[Case]:
     cases.append(Case("validation missing", PR + ["--dry-run", "--validation",
                                                    "/nonexistent/r.json"]))
     cases.append(Case("validation dir", PR + ["--dry-run", "--validation", "/tmp"]))
-    return cases + _forge_cases()
+    for label, mutate in (  # values the plan puts on pytest's and pre-commit's command line
+            ("suite -p", _edit_manifest("[test]\n", '[test]\nsuites = ["-p", "os"]\n')),
+            ("suite --co", _edit_manifest("[test]\n", '[test]\nsuites = ["--co"]\n')),
+            ("hook id", _append_manifest('\n[[test.hook]]\nid = "--config=x.yaml"\n')),
+            ("hook fallback", _append_manifest('\n[[test.hook]]\nid = "x"\n'
+                                               'fallback = "-c"\n'))):
+        cases.append(Case(f"plan {label}", VALIDATE, mutate, needle="starts with '-'"))
+    return cases + _forge_cases() + _option_cases()
 
 
 # -- who carry may act on (the double's lab/walk* repositories, seeded in `world`) ------------
@@ -406,6 +447,29 @@ def _forge_cases() -> list[Case]:
         cases.append(Case(f"forge user {label} pr", PR_ON + ["lab/walk2"], faults=faults))
         cases.append(Case(f"forge user {label} supersede", SUPERSEDE_IN + ["30"],
                           faults=faults))
+    return cases
+
+
+REMOTE_OPTIONS = ["--upload-pack=touch {mark}", "--exec=touch {mark}",
+                  "--receive-pack=touch {mark}", "-u", "--upload-pack"]
+
+
+def _option_cases() -> list[Case]:
+    """A remote that is a git option, from a flag or the manifest: on pr, supersede and the
+    CI loop (whose job holds the write token), dry runs too."""
+    cases = []
+    pr = PR[:-2]  # without its --remote
+    sup = SUPERSEDE + ["--repo", "{repo}"]
+    for opt in REMOTE_OPTIONS:
+        for label, args in (("pr", pr), ("pr dry-run", pr + ["--dry-run"]),
+                            ("supersede", sup), ("supersede apply", sup + ["--apply"]),
+                            ("ci", ["ci", "--repo", "{repo}", "--onto", "base", "--engine",
+                                    "local", "--open-pr", "--forge-repo", "lab/fork",
+                                    "--dry-run"])):
+            cases.append(Case(f"remote {opt[:15]} {label}", args + ["--remote", opt]))
+        cases.append(Case(f"manifest fork remote {opt[:15]} ci loop",
+                          ["ci", "loop", "{tmp}/summary.json", "--repo", "{repo}",
+                           "--open-pr"], _loop_summary(opt)))
     return cases
 
 
@@ -475,6 +539,11 @@ def world(upstream: CommitBuilder, tmp_path: Path) -> Iterator[World]:
     gh = github_server.start(FORGE_TOKEN)
     gh.state.repo("lab/fork")
     _seed(gh)
+    carried = git(upstream.path, "rev-parse", "carried")
+    for number, user in ((3, "carry-bot"), (4, "alice")):  # supersede --by 3 closes #4
+        gh.state.add_pull("lab/fork", number, title=f"pr {number}", head=f"b{number}",
+                          body="<!-- carry:series=demo -->\n", head_sha=carried, base="main",
+                          user=user, draft=False)
     yield World(upstream, pristine, tmp_path, gh, sha256, plain, afile)
     gh.stop()
 
@@ -485,7 +554,8 @@ def _run(w: World, i: int, case: Case) -> str | None:
     shutil.copytree(w.pristine, root, symlinks=True)
     if case.mutate:
         case.mutate(root)
-    subs = {"{repo}": str(w.up.path), "{origin}": str(w.tmp / "origin.git"),
+    subs = {"{mark}": str(_mark(root)), "{repo}": str(w.up.path),
+            "{origin}": str(w.tmp / "origin.git"),
             "{sha256}": str(w.sha256), "{plain}": str(w.plain), "{afile}": str(w.afile),
             "{tmp}": str(root.parent)}
     args = []
@@ -523,6 +593,8 @@ def _run(w: World, i: int, case: Case) -> str | None:
         why = "series or refs changed"
     elif len(w.gh.state.writes()) != writes:
         why = f"wrote to GitHub: {w.gh.state.writes()[writes:]}"
+    elif _mark(root).exists():
+        why = "an input given as a git option ran a command"
     shutil.rmtree(root.parent, ignore_errors=True)
     if why:
         return f"{case.label}: {why}: {args[:6]} -> {proc.stderr.strip()[:300]!r}"

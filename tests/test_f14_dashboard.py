@@ -150,6 +150,8 @@ def test_one_dashboard_after_several_runs_and_a_quiet_rerun_writes_nothing(site:
                                                                 "conflict")
     assert cell.upstream == site.up.rev("v3") and cell.issue == conflict["number"]
     assert cell.details and cell.details[0].startswith("root `0001-")
+    assert f"since upstream `{site.up.rev('v3')[:12]}` \"core: keep only the newest state\"" \
+        in cell.details[0]  # the replay's why: the upstream commit that caused it
     assert site.board().prs == {"good": pr}
     body = issue.body
     row = next(ln for ln in body.splitlines() if ln.startswith("| `good` | `release` |"))

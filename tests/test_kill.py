@@ -12,6 +12,7 @@ The default tier kills each command a few times; the slow tier 50 times each.
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import signal
 import time
@@ -252,3 +253,96 @@ def test_thirty_kills_of_supersede(forge_project: dict[str, Any]) -> None:
     seen = _supersede_campaign(forge_project, kills=30)
     print(f"supersede kills that hit a running command, of 30: {seen['killed']}")
     assert seen["killed"] >= 10, seen
+
+
+# -- a kill during a validation: the target's processes die with carry ------------------------
+
+_PIDS = """import os, subprocess, sys, time
+
+
+def _start(pids):
+    # a grandchild of the step, as pytest-xdist or a hook's own tool would start one
+    beat = subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(0.05)"])
+    with open(pids + ".tmp", "w") as fh:
+        fh.write(f"{os.getpid()} {beat.pid}\\n")
+    os.replace(pids + ".tmp", pids)
+"""
+
+
+def _alive(pid: int, cmdline: bytes) -> bool:
+    """Running (not a zombie) and still the process it was (its command line)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z" and cmd == cmdline
+
+
+def _wait(what: str, until: Callable[[], bool], seconds: float) -> None:
+    """Poll (a bound on waiting, not a claim about speed)."""
+    end = time.monotonic() + seconds
+    while not until():
+        assert time.monotonic() < end, f"still {what} after {seconds} s"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("step", ["pytest", "hook"])
+def test_a_kill_during_validation_leaves_no_target_process(tmp_path: Path, step: str) -> None:
+    """kill -9 of `carry validate --engine local` while the target's pytest (or a pre-commit
+    hook) runs: that process and the one it started are gone soon after, not left running."""
+    import subprocess
+    import sys
+
+    from carry.intake import importer
+    from carry.series import store as seriesmod
+    from carry.series.store import Hook
+
+    pids = tmp_path / "pids"
+    up = CommitBuilder.init(tmp_path / "target")
+    up.commit("Target", {
+        "calc.py": "X = 1\n",
+        "tests/conftest.py": _PIDS + f"\n\ndef pytest_sessionstart(session):\n"
+                                     f"    _start({str(pids)!r})\n",
+        "tests/test_slow.py": "import time\n\n\ndef test_slow():\n    time.sleep(600)\n",
+        "tools/slow_hook.py": _PIDS + f"\n_start({str(pids)!r})\ntime.sleep(600)\n",
+        ".pre-commit-config.yaml": "repos:\n  - repo: local\n    hooks:\n      - id: slow\n"
+                                   "        name: slow\n        entry: python tools/slow_hook.py\n"
+                                   "        language: system\n        pass_filenames: false\n",
+    })
+    up.tag("base")
+    git(up.path, "checkout", "-q", "-b", "feature")
+    up.commit("Change X", {"calc.py": "X = 2\n"})
+    root = tmp_path / "series"
+    importer.run(root, "demo", str(up.path), rng="base..feature", title="demo")
+    s = seriesmod.find(root, "demo")
+    s.manifest.test.python = sys.executable
+    if step == "pytest":
+        s.manifest.test.suites = ["tests"]
+    else:
+        s.manifest.test.hooks = [Hook()]
+    seriesmod.save_manifest(s)
+    args = [sys.executable, "-m", "carry", "validate", "demo", "--repo", str(up.path), "--onto",
+            "base", "--engine", "local", "--allow-no-tests", "--series-dir", str(root)]
+    err = tmp_path / "carry.err"
+    with open(err, "wb") as fh:
+        carry = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=fh)
+    procs: list[tuple[int, bytes]] = []
+    try:
+        _wait("waiting for the target's processes",
+              lambda: pids.exists() or carry.poll() is not None, 120)
+        assert pids.exists(), f"carry ended first: {err.read_text()}"
+        for pid in map(int, pids.read_text().split()):
+            procs.append((pid, Path(f"/proc/{pid}/cmdline").read_bytes()))
+        assert all(_alive(p, c) for p, c in procs)
+        carry.send_signal(signal.SIGKILL)
+        assert carry.wait() == -signal.SIGKILL
+        _wait(f"running: the {step} step and its child",
+              lambda: not any(_alive(p, c) for p, c in procs), 60)
+    finally:
+        if carry.poll() is None:
+            carry.kill()
+            carry.wait()
+        for pid, cmdline in procs:  # only what this test started, by pid, if still it
+            if _alive(pid, cmdline):
+                os.kill(pid, signal.SIGKILL)

@@ -26,6 +26,7 @@ class Stopped:
     paths: list[str]
     worktree: str
     next: str
+    why: list[str] = field(default_factory=list)  # each conflict's why, root conflicts first
 
 
 @dataclass
@@ -83,7 +84,8 @@ class Status:
 
 def _stopped(repo: Repo, series: Series) -> list[Stopped]:
     from carry.rebase import command as rebase
-    from carry.rebase import resume
+    from carry.rebase import resume, state
+    from carry.replay.why import explain
 
     out = []
     several = len(resume.stopped(repo)) > 1
@@ -95,8 +97,9 @@ def _stopped(repo: Repo, series: Series) -> list[Stopped]:
         nxt = resume.command(repo, str(series.root.parent), action,
                              series.name if several else "",
                              s["target"]["name"] if several else "")
+        why = [w["text"] for w in explain(state.steps(s))]
         out.append(Stopped(s["target"]["name"], s.get("phase", ""), patch,
-                           list(s.get("paths", [])), s.get("worktree", ""), nxt))
+                           list(s.get("paths", [])), s.get("worktree", ""), nxt, why))
     return out
 
 

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from carry.base.errors import CarryError
 from carry.cli.app import (
     ApiUrl,
     Engine,
@@ -21,10 +20,14 @@ from carry.cli.app import (
     RepoPath,
     SeriesDir,
     TokenEnv,
+    _remote,
+    _repo,
     _root,
     app,
     grouped,
 )
+from carry.job.ledger import DEFAULT as LEDGER
+from carry.publish.github import DEFAULT_MAX_WAIT as MAX_WAIT
 
 if TYPE_CHECKING:
     from carry.job.cells import Options as JobOptions
@@ -51,6 +54,7 @@ LoopRepo = Annotated[Optional[str], typer.Option(  # noqa: UP045
 PrBase = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--base", help="The PR's base branch (default: the fork's branch, else main).")]
 Remote = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    callback=_remote,
     help="The git remote for the refreshed branch (default: the fork's remote, else origin).")]
 OpenLimit = Annotated[int, typer.Option(
     "--open-limit", min=0, metavar="N",
@@ -70,7 +74,7 @@ def _job_flags(
     """How a job runs, declared once for `carry ci` and `carry ci run` (see cli.grouped)."""
     from carry.job import cells as job
 
-    return job.Options(engine, python, fetch, out)
+    return job.Options(engine=engine, python=python, fetch=fetch, out=out)
 
 
 def _loop_flags(
@@ -82,14 +86,18 @@ def _loop_flags(
     remote: Remote = None,
     api_url: ApiUrl = None,
     token_env: TokenEnv = None,
-    max_wait: MaxWait = 60.0,
+    max_wait: MaxWait = MAX_WAIT,
     open_limit: OpenLimit = 0,
 ) -> LoopOptions:
     """The loop's flags, declared once for `carry ci`, `carry ci run` and `carry ci loop`."""
+    from carry.base import redact
     from carry.job import loop
 
-    return loop.Options(open_pr, track_issues, dry_run, forge_repo, base, remote, api_url,
-                        token_env, max_wait, open_limit)
+    if token_env:
+        redact.register_env(token_env)  # masked, and kept from the target's code
+    return loop.Options(open_pr=open_pr, track_issues=track_issues, dry_run=dry_run,
+                        forge_repo=forge_repo, base=base, remote=remote, api_url=api_url,
+                        token_env=token_env, max_wait=max_wait, open_limit=open_limit)
 
 
 @ci_app.callback(invoke_without_command=True)
@@ -98,8 +106,7 @@ def _loop_flags(
 def ci_job(
     ctx: typer.Context,
     *,
-    repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--repo", help="Path of the git repository to work in.")] = None,
+    repo: RepoPath = None,
     names: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         "--series", help="A series to check; repeat. Default: every imported series.")] = None,
     target: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
@@ -125,10 +132,9 @@ def ci_job(
     from carry.git import Repo
     from carry.job import cells as jobmod
 
-    if repo is None:
-        raise CarryError("carry ci needs --repo PATH", hint="carry ci --help")
-    result = jobmod.run(_root(series_dir), names or [], Repo.open(repo), target or [],
-                        onto or [], job, _with_dashboard(loop, dashboard))
+    root = _root(series_dir)
+    result = jobmod.run(root, names or [], Repo.open(_repo(repo, root, *(names or []))),
+                        target or [], onto or [], job, _with_dashboard(loop, dashboard))
     reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
 
@@ -141,8 +147,8 @@ def _with_dashboard(loop: LoopOptions, dashboard: bool) -> LoopOptions:
 
 @ci_app.command("matrix")
 def ci_matrix(
-    repo: RepoPath,
-    ledger: Ledger = Path("carry-ledger.json"),
+    repo: RepoPath = None,
+    ledger: Ledger = LEDGER,
     force: Annotated[bool, typer.Option(help="List cells the ledger holds too.")] = False,
     dashboard: Annotated[bool, typer.Option(
         "--dashboard", help="Read the dashboard's boxes (never writes): skip paused series, "
@@ -150,7 +156,7 @@ def ci_matrix(
     forge_repo: LoopRepo = None,
     api_url: ApiUrl = None,
     token_env: TokenEnv = None,
-    max_wait: MaxWait = 60.0,
+    max_wait: MaxWait = MAX_WAIT,
     series_dir: SeriesDir = None,
 ) -> None:
     """Print the GitHub Actions matrix of pending cells.
@@ -159,14 +165,18 @@ def ci_matrix(
 
     Example: carry ci matrix --repo ../vllm --ledger carry-ledger.json
     """
+    from carry.base import redact
     from carry.cli import views
     from carry.git import Repo
     from carry.job import cells as job
     from carry.job import loop
 
+    if token_env:
+        redact.register_env(token_env)  # masked, and kept from the target's code
+    root = _root(series_dir)
     board = loop.Options(forge_repo=forge_repo, api_url=api_url, token_env=token_env,
                          max_wait=max_wait, dashboard=True) if dashboard else None
-    views.show_matrix(*job.matrix(_root(series_dir), Repo.open(repo), ledger, force, board))
+    views.show_matrix(*job.matrix(root, Repo.open(_repo(repo, root)), ledger, force, board))
 
 
 @ci_app.command("run")
@@ -175,10 +185,10 @@ def ci_matrix(
 def ci_run(
     name: Name,
     target_name: Annotated[str, typer.Argument(metavar="TARGET", help="A manifest target.")],
-    repo: RepoPath,
+    repo: RepoPath = None,
     ref: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="The tag or branch the cell checks (a tag target needs it).")] = None,
-    ledger: Ledger = Path("carry-ledger.json"),
+    ledger: Ledger = LEDGER,
     force: Annotated[bool, typer.Option(help="Run even if the ledger holds it.")] = False,
     retry: Annotated[bool, typer.Option(
         help="Run again past the ledger and the validation cache (a dashboard retry).")
@@ -205,8 +215,9 @@ def ci_run(
 
     if retry:
         job = replace(job, retry=frozenset({(name, target_name)}))
-    result = jobmod.run_cell(_root(series_dir), name, target_name, ref, Repo.open(repo), job,
-                             ledger, force, loop)
+    root = _root(series_dir)
+    result = jobmod.run_cell(root, name, target_name, ref, Repo.open(_repo(repo, root, name)),
+                             job, ledger, force, loop)
     reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
 
@@ -214,9 +225,9 @@ def ci_run(
 @ci_app.command("loop")
 @grouped("loop", _loop_flags)
 def ci_loop(
-    repo: RepoPath,
     summaries: Annotated[Optional[list[Path]], typer.Argument(  # noqa: UP045
         help="summary.json files of the cells (none: only the dashboard).")] = None,
+    repo: RepoPath = None,
     out: Out = Path("carry-out"),
     *,
     loop: LoopOptions,
@@ -234,7 +245,8 @@ def ci_loop(
     from carry.git import Repo
     from carry.job import cells as job
 
-    result = job.loop_from(_root(series_dir), Repo.open(repo), summaries or [], out,
+    root = _root(series_dir)
+    result = job.loop_from(root, Repo.open(_repo(repo, root)), summaries or [], out,
                            _with_dashboard(loop, dashboard))
     reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
@@ -243,7 +255,7 @@ def ci_loop(
 @ci_app.command("merge-ledger")
 def ci_merge_ledger(
     others: Annotated[list[Path], typer.Argument(help="Ledgers written by matrix cells.")],
-    ledger: Ledger = Path("carry-ledger.json"),
+    ledger: Ledger = LEDGER,
 ) -> None:
     """Fold the cells' ledgers into one.
 
@@ -258,14 +270,14 @@ def ci_merge_ledger(
 @app.command()
 def releases(
     name: Name,
-    repo: RepoPath,
+    repo: RepoPath = None,
     index_url: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="PEP 691 index (default: PIP_INDEX_URL, then pip's configuration).")] = None,
     package: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="The package on the index (default: the manifest's [upstream].package).")] = None,
     since: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="Only versions after this one (default: after the last validated).")] = None,
-    ledger: Ledger = Path("carry-ledger.json"),
+    ledger: Ledger = LEDGER,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
@@ -281,7 +293,9 @@ def releases(
     from carry.job import releases as rel
     from carry.series import store as series
 
-    s = series.find(_root(series_dir), name)
-    views.show_releases(rel.run(s, Repo.open(repo), ledger, index_url, package, since), json)
+    root = _root(series_dir)
+    s = series.find(root, name)
+    git_repo = Repo.open(_repo(repo, root, name))
+    views.show_releases(rel.run(s, git_repo, ledger, index_url, package, since), json)
 
 

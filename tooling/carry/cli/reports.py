@@ -46,6 +46,8 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
             elif p.status == "would-conflict":
                 render.say(f"  {r.target}: {p.file} would-conflict too, in "
                            f"{', '.join(p.forecast)} (by {p.author})")
+        for w in r.why:
+            render.say(f"  {r.target}: {w['text']}")
         if r.message:
             render.say(f"  {r.target}: {r.message}")
         for line in _recorded(r):
@@ -71,6 +73,11 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
         if r.refreshed:
             render.say(f"  {r.series} is now v{r.refreshed['version']}"
                        f"{' (tag ' + r.refreshed['tag'] + ')' if r.refreshed['tag'] else ''}")
+            from carry.series.versions import commit_command  # written, tagged, not committed
+
+            if series_root and (cmd := commit_command(f"{series_root}/{r.series}",
+                                                      r.refreshed["version"])):
+                render.say(f"  commit it: {cmd}")
     return None
 
 

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from carry.base.errors import CarryError
-from carry.cli.app import Json, Name, SeriesDir, _root, app
+from carry.cli.app import REPO_RULE, Json, Name, SeriesDir, _root, app
 
 
 @app.command()
@@ -19,7 +19,10 @@ def init(
     upstream: Annotated[str, typer.Option(help="Upstream on GitHub, OWNER/REPO.")],
     fork: Annotated[str, typer.Option(help="The fork that carries the series, OWNER/REPO.")],
     repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        help="A local clone to read remotes, tags and branches from.")] = None,
+        envvar="CARRY_REPO", show_envvar=True, metavar="PATH",
+        help="A local clone to read remotes, tags and branches from (default: the git "
+             "checkout of the current directory when a remote of it points at --upstream "
+             "or --fork; else none).")] = None,
     dev_branch: Annotated[str, typer.Option(
         "--dev-branch", help="The fork's integration branch (default: its newest dev/*).")] = "",
     base: Annotated[str, typer.Option(
@@ -35,9 +38,12 @@ def init(
     Example: carry init my-fix --upstream vllm-project/vllm --fork me/vllm --repo ../vllm
     """
     from carry.cli import views
+    from carry.cli.where import repo_path
     from carry.intake import init as initmod
 
-    result = initmod.run(_root(series_dir), name, upstream, fork, repo, dev_branch, base, title)
+    root = _root(series_dir)
+    clone = repo_path(repo, root, needed=False, slugs=(upstream, fork))
+    result = initmod.run(root, name, upstream, fork, clone, dev_branch, base, title)
     views.show_init(result, json)
 
 
@@ -46,7 +52,9 @@ def status(
     name: Annotated[Optional[str], typer.Argument(  # noqa: UP045
         help="One series (default: every series).")] = None,
     repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        help="The repository carry rebased and validated in.")] = None,
+        envvar="CARRY_REPO", show_envvar=True, metavar="PATH",
+        help=f"The repository carry rebased and validated in ({REPO_RULE}; else none).")
+    ] = None,
     prune: Annotated[bool, typer.Option(
         "--prune", help="Remove the recorded resolutions that no longer match (NAME only; "
         "writes the next version).")] = False,
@@ -66,6 +74,7 @@ def status(
 
     from carry import status as statusmod
     from carry.cli import views
+    from carry.cli.where import repo_path
     from carry.series import locks
     from carry.series import store as series
 
@@ -74,4 +83,7 @@ def status(
         raise CarryError("--prune writes one series' next version; give its NAME")
     with locks.series_lock(root, name) if prune and name else nullcontext():
         chosen = [series.find(root, name)] if name else series.list_series(root)
-        views.show_status(statusmod.run(chosen, repo, prune), json)
+        if not chosen:
+            raise CarryError(f"no series in {root}", hint=series.where_hint(root))
+        where = repo_path(repo, root, [name] if name else [], needed=False)
+        views.show_status(statusmod.run(chosen, where, prune), json)

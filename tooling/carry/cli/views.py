@@ -98,6 +98,11 @@ def show_apply(r: ApplyResult) -> None:
         render.say(f"  {_short(p.commit)} {p.subject} ({p.author})")
 
 
+def _base(ref: str, commit: str) -> str:
+    """A base named by its commit alone is shown once."""
+    return _short(commit) if ref in ("", commit) else f"{ref} {_short(commit)}"
+
+
 def _summary(s: Series) -> dict[str, Any]:
     m = s.manifest
     return {
@@ -118,15 +123,15 @@ def show_series_list(listing: Listing, as_json: bool) -> None:
                    + ("" if listing.root.is_dir() else " (no such folder)")
                    + "; `carry init NAME` starts one, --series-dir looks elsewhere")
         return None
-    render.say(f"series in {listing.root}")
     rows = [[b.name, "-", "-", f"ERROR: {b.error}", "-"] for b in bad]
     for s in items:
         d = _summary(s)
         count = str(d["patches"]) if d["patches"] or not d["expected"] else f"0/{d['expected']}"
         rows.append([d["name"], f"v{d['version']}", count,
-                     f"{d['base']['ref']} {_short(d['base']['commit'])}",
+                     _base(d["base"]["ref"], d["base"]["commit"]),
                      ", ".join(d["targets"])])
-    render.table("series", ["name", "version", "patches", "base", "targets"],
+    # the title says where: one line above the columns, not a second heading
+    render.table(f"series in {listing.root}", ["name", "version", "patches", "base", "targets"],
                  sorted(rows, key=lambda r: r[0]))
     return None
 
@@ -140,7 +145,7 @@ def show_series(s: Series, as_json: bool) -> None:
     render.say(f"{m.name} v{m.version}: {m.title}")
     fork = f"{m.fork.repo} ({m.fork.branch})" if m.fork.branch else m.fork.repo
     render.say(f"  upstream {m.upstream.repo or '(not set)'}  fork {fork or '(not set)'}")
-    render.say(f"  base {m.base.ref} {_short(m.base.commit)}")
+    render.say(f"  base {_base(m.base.ref, m.base.commit)}")
     for t in m.targets:
         render.say(f"  target {t.name}: {t.ref or 'tags ' + t.tags}")
     for p in m.provenance:
@@ -186,6 +191,8 @@ def show_status(r: Any) -> None:
             render.say(f"  STOPPED rebase onto {st.target} ({st.phase}) at {st.patch}")
             if st.paths:
                 render.say(f"    paths: {', '.join(st.paths)}")
+            for line in st.why:
+                render.say(f"    why: {line}")
             if st.worktree:
                 render.say(f"    worktree: {st.worktree}")
             render.say(f"    next: {st.next}")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from carry.base.errors import CarryError
 from carry.git import ANY, RawCommit, Repo
+from carry.intake import guard
 from carry.intake.linearize import Report, linearize
 from carry.series import locks, versions
 from carry.series import patches as patchmod
@@ -82,23 +83,24 @@ def resolve_range(
 def run(
     root: Path, name: str, source: str, rng: str | None = None, branch: str | None = None,
     pr: int | None = None, base_ref: str | None = None, title: str | None = None,
-    today: str | None = None,
+    today: str | None = None, force: bool = False,
 ) -> ImportResult:
+    """`force` writes even what goes back to an older version (`guard`)."""
     seriesmod.check_name(name)
     with locks.series_lock(root, name):
-        return _run(root, name, source, rng, branch, pr, base_ref, title, today)
+        return _run(root, name, source, rng, branch, pr, base_ref, title, today, force)
 
 
 def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None,
          pr: int | None, base_ref: str | None, title: str | None,
-         today: str | None) -> ImportResult:
+         today: str | None, force: bool = False) -> ImportResult:
     existing = seriesmod.find(root, name) if (root / name / seriesmod.MANIFEST).exists() else None
     with ExitStack() as scratch:
         repo = open_source(source, scratch)
         try:
             ref = base_ref or (existing.manifest.base.ref if existing else "")
             base, head, desc = resolve_range(repo, rng, branch, pr, ref)
-            commits = repo.rev_list("--reverse", "--topo-order", f"{base}..{head}")
+            commits = repo.rev_list(base, head, topo_order=True)
             _within_history(repo, commits, base, desc)
             if not commits:
                 raise CarryError(f"{desc} has no commits on top of {base[:12]}")
@@ -111,6 +113,8 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
                 if read[sha].tree == tree:
                     raise _lost(sha, read[sha].subject, "it changes nothing")
                 tree = read[sha].tree
+            base_name = _base_name(repo, base, [base_ref or "", range_base_name(rng),
+                                                existing.manifest.base.ref if existing else ""])
             formatted = linear.named(repo.format_patch(base, linear.head, commits))
             _same_commits(read, [sha for sha, _ in formatted])
             files = {}
@@ -123,8 +127,9 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
     manifest.title = title or manifest.title or repo_subject(files)
     old_files = {p.name: p.read() for p in existing.patches()} if existing else {}
     changed = old_files != files or manifest.base.commit != base
-    ref = base_ref or manifest.base.ref or range_base_name(rng) or base
-    manifest.base = Base(ref=ref, commit=base)
+    if existing and changed and not force:
+        guard.check(existing, files)
+    manifest.base = Base(ref=base_name, commit=base)
     if changed:
         summary = f"imported {len(files)} patches from {desc} onto {base[:12]}"
         if linear.report:
@@ -138,6 +143,17 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
         "makes a full one before the import")
     return ImportResult(name, manifest.version, changed, base, head, list(files), desc, note,
                         linear.report)
+
+
+def _base_name(repo: Repo, base: str, names: list[str]) -> str:
+    """The manifest's base names the commit the patches apply to: the first of `names`
+    (--base, the range's own base, the manifest's) that is that commit, else the commit.
+    A --base or a manifest base the fork moved on from (`dev/...` whose merge-base with the
+    range is older) would name another commit than the one recorded beside it."""
+    for name in names:
+        if name and not name.startswith("-") and repo.try_rev_parse(name) == base:
+            return name
+    return base
 
 
 def _within_history(repo: Repo, commits: list[str], base: str, desc: str) -> None:

@@ -18,13 +18,14 @@ from typing import Any
 from carry.base.data import to_data
 from carry.base.errors import CarryError
 from carry.git import Repo
+from carry.job import tracking
 from carry.job.loop import Options as LoopOptions
 from carry.rebase import command as rebase
 from carry.replay.engine import Conflict
 from carry.series import store as seriesmod
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Options:
     """How a job validates and where it writes (the flags `carry ci` and `carry ci run`
     share)."""
@@ -54,6 +55,7 @@ class Row:
     stop: Conflict | None = None  # the patch, author and paths of a conflict
     would_conflict: list[str] = field(default_factory=list)  # later patches, with their paths
     resolved: list[str] = field(default_factory=list)  # "FILE: why", by recorded resolutions
+    why: list[dict[str, Any]] = field(default_factory=list)  # replay.why.explain: roots first
     failing: list[dict[str, str]] = field(default_factory=list)  # verdict.triage: per test
     tail: str = ""  # the end of the failing pytest run's output, scrubbed
     time: str = ""  # when the cell ran (ISO 8601, UTC)
@@ -137,6 +139,7 @@ def _rows(root: Path, names: list[str], repo: Repo, targets: list[str], onto: li
                 row.conflict = f"{r.conflict.file} ({', '.join(r.conflict.paths)})"
                 row.would_conflict = [f"{p.file} ({', '.join(p.forecast)})" for p in r.patches
                                       if p.status == "would-conflict"]
+                row.why = r.why
             if r.status == "applied":
                 _validate(s, repo, row, r.onto, how)
             rows.append(row)
@@ -184,7 +187,8 @@ def markdown(result: JobResult) -> str:
              "| series | target | rebase | drops | validation |", "|---|---|---|---|---|"]
     for r in result.rows:
         rebase_cell = r.rebase if not r.conflict else f"conflict in {r.conflict}" + "".join(
-            f"<br>would-conflict: {w}" for w in r.would_conflict)
+            f"<br>would-conflict: {w}" for w in r.would_conflict) + "".join(
+            f"<br>why: {w}" for w in tracking.why_lines(r.why))
         rebase_cell += "".join(f"<br>{x}" for x in r.resolved)
         drops = "<br>".join(r.dropped) or "-"
         lines.append(f"| {r.series} | {r.target} | {rebase_cell} | {drops} | "

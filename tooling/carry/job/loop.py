@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from carry.replay.engine import TargetResult
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Options:
     open_pr: bool = False
     track_issues: bool = False
@@ -183,8 +183,10 @@ def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target
         raise CarryError(f"refreshing {s.name} onto {row.ref}: {result.message or result.status}")
     _keep_published(ctx.repo, result, f"refs/remotes/{remote}/{branch}")
     fresh = seriesmod.find(s.root.parent, s.name)
-    done = prmod.run([fresh], ctx.repo, branch, remote, pr_base, full,
-                     row.report or None, True, False, ctx.opts.access)
+    done = prmod.run([fresh], ctx.repo, prmod.Request(
+        branch=branch, remote=remote, base=pr_base, forge_repo=full, access=ctx.opts.access,
+        report_path=row.report or None, draft=True,
+        push_token=forgemod.token_from_env(ctx.opts.token_env)))
     act.action, act.number, act.url = done.action, done.number, done.url
     if done.action == "opened":
         ctx.took(s)
@@ -231,7 +233,8 @@ def _track(ctx: _Context, s: seriesmod.Series, target: str, row: Row) -> list[Ac
     base = s.manifest.base.commit
     report = tracking.ConflictReport(
         s.name, target, row.ref, row.onto, base, stop.file, stop.subject, stop.author,
-        list(stop.paths), ctx.repo.commits_touching(base, row.onto, stop.paths) if base else [])
+        list(stop.paths), ctx.repo.commits_touching(base, row.onto, stop.paths) if base else [],
+        tracking.why_lines(row.why))
     title, text = tracking.title(report), tracking.body(report)
     full = forge_repo(s, ctx.opts)
     act = Action(s.name, target, row.ref, "issue", "would-open" if ctx.opts.dry_run else "")

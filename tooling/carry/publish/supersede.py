@@ -76,7 +76,7 @@ class SupersedeResult:
     unrecorded: list[Looked] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Options:
     apply: bool = False
     when_merged: bool = False

@@ -42,7 +42,7 @@ from carry.replay.targets import ResolvedTarget
 from carry.series.store import Series
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Options:
     onto: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
@@ -309,7 +309,7 @@ def resume(series: Series, repo: Repo, action: str,
             head = resolved
         for later in steps[pos + 1:]:
             if later.status == "would-conflict":  # a forecast: replayed for real now
-                later.status, later.forecast = "pending", []
+                later.status, later.forecast, later.cause, later.builds_on = "pending", [], None, ""
         state.update(phase="replaying", head=head, patches=[asdict(p) for p in steps])
         st.write(path, state)
         _remove_worktree(repo, wt)
@@ -317,7 +317,7 @@ def resume(series: Series, repo: Repo, action: str,
         recorded = rerere.load(series.root)
         head, stop, paths = run_steps(repo, steps, head, committer, recorded=recorded)
         if stop is not None:
-            forecast(repo, steps, stop, head, committer, recorded)
+            forecast(repo, steps, stop, head, committer, recorded, onto=t.sha)
             _stop(series, repo, result, t, branch, bool(state["refresh"]),
                   Replayed(result, stop, paths, head))
             return [result]

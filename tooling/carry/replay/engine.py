@@ -1,6 +1,7 @@
-"""Replay a chain onto a target: the worktree-free merge-tree recipe (facts.md) with the graft
-and result commits written in-process, so a patch costs at most one `git merge-tree`, and a
-run of patches on disjoint paths costs one for the whole run.
+"""Replay a chain onto a target: the worktree-free merge-tree recipe (commit the target's tree on
+the patch's parent, merge that with the patch, commit the result onto the target) with the
+graft and result commits written in-process, so a patch costs at most one `git merge-tree`, and
+a run of patches on disjoint paths costs one for the whole run.
 
 The engine writes no ref, state or worktree: `rebase` decides what a result means for the
 user's branches, `validate` only needs the rebased tree.
@@ -15,6 +16,7 @@ from typing import Any
 
 from carry.git import Ident, Repo
 from carry.replay import rerere
+from carry.replay import why as whymod
 from carry.replay.chain import Carried, load_chain
 from carry.replay.drops import Drop, find_drops
 from carry.replay.runs import PatchResult as PatchResult
@@ -50,6 +52,13 @@ class TargetResult:
     refreshed: dict[str, Any] = field(default_factory=dict)
     recorded: dict[str, Any] = field(default_factory=dict)  # what --continue recorded
 
+    json_extra = ("why",)
+
+    @property
+    def why(self) -> list[dict[str, Any]]:
+        """Each conflicting patch and why it conflicts, root conflicts first."""
+        return whymod.explain(self.patches)
+
     def count(self, status: str) -> int:
         return sum(1 for p in self.patches if p.status == status)
 
@@ -78,19 +87,34 @@ def steps_for(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchR
 
 
 def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
-             committer: Ident, recorded: rerere.Recorded | None = None) -> None:
+             committer: Ident, recorded: rerere.Recorded | None = None,
+             onto: str = "") -> None:
     """Which later patches would conflict too: the rest of the series replayed with the
     stopping patch (and each further conflict) left out, on copies; each such patch gets its
     paths in `forecast` and the status `would-conflict`, which a resume turns back into
-    `pending`. Nothing else is kept: the trial's commits are unreferenced."""
+    `pending`. Nothing else is kept: the trial's commits are unreferenced. Given the target
+    commit `onto`, each conflict also gets its why (`replay.why`), worked out on another
+    thread while the forecast goes on."""
     trial = [replace(s) for s in steps]
     trial[stop].status = "skipped"
-    while True:
-        head, again, paths = run_steps(repo, trial, head, committer, recorded=recorded)
-        if again is None:
-            return
-        steps[again].status, steps[again].forecast = "would-conflict", paths
-        trial[again].status = "skipped"
+    why = whymod.Why(repo, steps, onto) if onto else None
+    try:
+        if why:
+            why.add(stop)
+        while True:
+            head, again, paths = run_steps(repo, trial, head, committer,
+                                             recorded=recorded)
+            if again is None:
+                break
+            steps[again].status, steps[again].forecast = "would-conflict", paths
+            if why:
+                why.add(again)
+            trial[again].status = "skipped"
+        if why:
+            why.finish()
+    finally:
+        if why:
+            why.close()
 
 
 def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carried],
@@ -130,7 +154,7 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
                 step.status, step.reason = "dropped", drops[c.number].reason
                 step.upstream = drops[c.number].upstream
     if stop is not None:
-        forecast(repo, steps, stop, head, committer, recorded)
+        forecast(repo, steps, stop, head, committer, recorded, onto=target.sha)
     status = "applied" if stop is None else "conflict"
     result = TargetResult(series.name, target.name, target.ref, target.sha, status,
                           head if stop is None else "", steps)

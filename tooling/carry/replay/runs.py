@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 from contextlib import suppress
 from dataclasses import dataclass, field
+from typing import Any
 
 from carry.base.atomic import write_bytes
 from carry.base.errors import CarryError
@@ -23,7 +24,10 @@ class PatchResult:
     """One patch in one target. `source` is the patch as a commit on the series base,
     `commit` the rebased commit, `upstream` the commit that made it a drop; `forecast` the
     paths on which a `would-conflict` patch conflicts too once the stop is dealt with;
-    `resolutions` the recorded resolutions (`NNNN-<id>`) that resolved its conflict."""
+    `resolutions` the recorded resolutions (`NNNN-<id>`) that resolved its conflict.
+    Why a conflict happens (`replay.why`): `cause` the first upstream commit after which the
+    patch stops applying (sha, subject, pr), or `builds_on` the earlier patch file, itself
+    left out, whose lines this one changes."""
 
     number: int
     file: str
@@ -36,6 +40,8 @@ class PatchResult:
     source: str = ""
     forecast: list[str] = field(default_factory=list)
     resolutions: list[str] = field(default_factory=list)
+    cause: dict[str, Any] | None = None
+    builds_on: str = ""
 
 
 def run_steps(repo: Repo, steps: list[PatchResult], head: str, committer: Ident,

@@ -157,8 +157,11 @@ class Manifest:
         for t in self.targets:
             if t.name == name:
                 return t
-        known = ", ".join(t.name for t in self.targets) or "none"
-        raise CarryError(f"unknown target {name!r} for series {self.name} (known: {known})")
+        from carry.base.suggest import did_you_mean
+
+        names = [t.name for t in self.targets]
+        raise CarryError(f"unknown target {name!r} for series {self.name} (known: "
+                         f"{', '.join(names) or 'none'})", hint=did_you_mean(name, names))
 
 
 NAME_RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -320,16 +323,23 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
         m.changelog.append(ChangelogEntry(version=c.get("version", int, required=True),
                                           date=c.text("date"), summary=c.text("summary")))
     m.supersede = SupersedeConfig(label=r.sub("supersede").text("label"))
-    ci = r.sub("ci")
-    if (limit := ci.get("open_limit", int, 0)) < 0:
-        raise ci.fail("open_limit", "an integer >= 0", limit)
-    m.ci = CiConfig(open_limit=limit)
+    m.ci = CiConfig(open_limit=(ci := r.sub("ci")).get("open_limit", int, 0))
+    if m.ci.open_limit < 0:
+        raise ci.fail("open_limit", "an integer >= 0", m.ci.open_limit)
     r.reject_unknown()
     return m
 
 
 def _repository(r: _Reader) -> Repository:
-    return Repository(repo=r.text("repo"), url=r.text("url"), remote=r.text("remote"),
+    from carry.git import check_remote
+
+    remote = r.text("remote")
+    try:
+        if remote:
+            check_remote(remote)  # it reaches git fetch, ls-remote and push
+    except CarryError:
+        raise r.fail("remote", "a git remote name (not starting with '-')", remote) from None
+    return Repository(repo=r.text("repo"), url=r.text("url"), remote=remote,
                       branch=r.text("branch"), package=r.text("package"))
 
 
@@ -371,8 +381,7 @@ def dump_manifest(m: Manifest) -> str:
         doc["changelog"] = [vars(c).copy() for c in m.changelog]
     if m.supersede.label:
         doc["supersede"] = {"label": m.supersede.label}
-    if m.ci.open_limit:
-        doc["ci"] = {"open_limit": m.ci.open_limit}
+    doc.update({"ci": {"open_limit": m.ci.open_limit}} if m.ci.open_limit else {})
     text = tomli_w.dumps(doc)
     if not (m.test.suites or m.test.hooks):  # say how to fill it in, on every rewrite
         text = text.replace("\n[test]\n", "\n" + TEST_PLAN_HELP + "[test]\n", 1)

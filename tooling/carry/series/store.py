@@ -23,6 +23,7 @@ from pathlib import Path
 from carry.base import atomic
 from carry.base.atomic import refuse_link
 from carry.base.errors import CarryError
+from carry.series.locate import MANIFEST, beside, series_dir, where_hint
 from carry.series.manifest import (
     SCHEMA,
     Base,
@@ -52,6 +53,8 @@ __all__ = [
     "PatchFile",
     "Series",
     "series_dir",
+    "beside",
+    "where_hint",
     "list_series",
     "BadSeries",
     "Listing",
@@ -81,7 +84,6 @@ __all__ = [
     "parse_manifest",
 ]
 
-MANIFEST = "series.toml"
 COVER = "cover.md"
 PATCH_DIR = "patches"
 PATCH_NAME = re.compile(r"^(\d{4})-[A-Za-z0-9._-]*\.patch$")
@@ -126,24 +128,6 @@ class Series:
 
     def patches(self) -> list[PatchFile]:
         return list_patches(self.root / PATCH_DIR)
-
-
-# -- locating ----------------------------------------------------------------------------------
-
-
-def series_dir(explicit: str | Path | None = None) -> Path:
-    """--series-dir, then $CARRY_SERIES_DIR, then `series/` of the current checkout."""
-    given = explicit or os.environ.get("CARRY_SERIES_DIR")
-    if given:
-        root = Path(given).expanduser().resolve()
-        if root.exists() and not root.is_dir():
-            raise CarryError(f"--series-dir {root} is not a directory")
-        return root
-    here = Path.cwd().resolve()
-    for d in (here, *here.parents):
-        if (d / ".git").exists():
-            return d / "series"
-    return here / "series"
 
 
 def list_series(root: Path) -> list[Series]:
@@ -193,8 +177,14 @@ def find(root: Path, name: str) -> Series:
     if not (d / MANIFEST).exists():
         atomic.recover(d)  # a writer killed inside the swap's fallback
     if not (d / MANIFEST).exists():
-        known = ", ".join(s.name for s in list_series(root)) or "none"
-        raise CarryError(f"unknown series {name!r} in {root} (known: {known})")
+        from carry.base.suggest import did_you_mean
+
+        names = [s.name for s in list_series(root)]
+        raise CarryError(f"unknown series {name!r} in {root} (known: "
+                         f"{', '.join(names) or 'none'})",
+                         hint=did_you_mean(name, names) or (
+                             "pass --series-dir DIR or set CARRY_SERIES_DIR for another folder"
+                             if names else where_hint(root)))
     return load(d)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from carry.base.errors import CarryError
+from carry.base.suggest import did_you_mean
 from carry.git import Repo
 from carry.series.store import (
     MANIFEST,
@@ -84,16 +85,18 @@ def read(series: Series, version: str) -> Snapshot:
         return Snapshot(version, series.manifest_path.read_text("utf-8"), current,
                         read_resolutions(series.root))
     if not number.isdigit():
-        raise CarryError(f"bad version {version!r}: expected vN or 'current'")
+        raise CarryError(f"bad version {version!r}: expected vN or 'current'",
+                         hint=did_you_mean(version, ["current"]))
     repo = toolkit_repo(series)
     if repo is None:
         return _read_outside_git(series, version, int(number))
     name = tag_name(series.name, int(number))
     tree = repo.try_rev_parse(f"refs/tags/{name}", "tree")
     if tree is None:
-        known = ", ".join(t.rsplit("/", 1)[-1]
-                          for t in repo.version_tags(f"series/{series.name}/v*"))
-        raise CarryError(f"no version {version} of {series.name} (known: {known or 'none'})")
+        known = [t.rsplit("/", 1)[-1] for t in repo.version_tags(f"series/{series.name}/v*")]
+        raise CarryError(f"no version {version} of {series.name} (known: "
+                         f"{', '.join(known) or 'none'})",
+                         hint=did_you_mean(version, [*known, "current"]))
     files = _tree_files(repo, tree, PATCH_DIR, PATCH_NAME)
     manifest = (repo.show_file(tree, MANIFEST) or b"").decode("utf-8")
     return Snapshot(version, manifest, files,
@@ -157,8 +160,8 @@ def _read_outside_git(series: Series, version: str, number: int) -> Snapshot:
             series.root / KEPT).is_dir() else []
         raise CarryError(f"no version {version} of {series.name} in {series.root / KEPT} "
                          f"(kept: {', '.join(kept) or 'none'})",
-                         hint="outside a git checkout, `rebase --refresh` keeps old versions "
-                              "there")
+                         hint=did_you_mean(version, kept) or "outside a git checkout, "
+                         "`rebase --refresh` keeps old versions there")
     files = {p.name: p.read_bytes() for p in sorted((d / PATCH_DIR).iterdir())
              if PATCH_NAME.match(p.name) and p.is_file() and not p.is_symlink()}
     return Snapshot(version, (d / MANIFEST).read_text("utf-8"), files, read_resolutions(d))
@@ -224,3 +227,25 @@ def restore(series: Series, version: int) -> bool:
         elif repo.ref_exists(f"refs/tags/{tag_name(series.name, n)}"):
             repo.set_ref(f"refs/tags/{tag_name(series.name, n)}", None, ANY, reflog=False)
     return True
+
+
+def commit_command(root: Path | str, version: int) -> str:
+    """The git command that commits series folder `root` at `version` in its checkout (a new
+    version is written, and tagged, but left uncommitted: the maintainer commits it), or ""
+    outside a git checkout."""
+    import shlex
+
+    root = Path(root)
+    try:
+        repo = Repo.open(root)
+    except CarryError:
+        return ""
+    try:
+        rel = shlex.quote(str(root.resolve().relative_to(repo.path)))
+    except ValueError:
+        return ""
+    finally:
+        repo.close()
+    top = shlex.quote(str(repo.path))
+    message = shlex.quote(f"{root.name} v{version}")
+    return f"git -C {top} add -- {rel} && git -C {top} commit -m {message} -- {rel}"

@@ -144,6 +144,7 @@ def run(
     tp = series.manifest.test
     if not (tp.suites or tp.hooks or tp.diff_check):
         raise CarryError(f"series {series.name} has no test plan", hint="fill in its [test] table")
+    plan.check(tp)
     engine = engines.make(engine_name, tp.image, python or tp.python)
     if engine_name == "local":
         engine.check()  # a missing interpreter is bad input even when a report is cached

@@ -1,7 +1,7 @@
-"""F10 item 1: a conflict resolved once is recorded in the series (`resolutions/`) and applied
-by every later replay that meets the same conflict: another target at the same upstream
-commit, a rerun, the next release with other lines moved around it, `carry validate`, the
-CI job. A different conflict on the same patch still stops. Real git, through the CLI."""
+"""Recorded resolutions: a conflict resolved once is recorded in the series (`resolutions/`) and
+applied by every later replay that meets the same conflict: another target at the same upstream
+commit, a rerun, the next release with other lines moved around it, `carry validate`, the CI
+job. A different conflict on the same patch still stops. Real git, through the CLI."""
 
 from __future__ import annotations
 

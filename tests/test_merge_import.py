@@ -1,4 +1,4 @@
-"""F10 item 5: `carry import` of a fork branch that merged upstream, on real git repositories.
+"""`carry import` of a fork branch that merged upstream, on real git repositories.
 
 The branch's merges carry their own resolutions (a conflict resolved by hand, an evil edit):
 the import makes the fork's own commits a linear series on the last upstream commit merged,

@@ -75,6 +75,9 @@ class Issue:
     state: str = "open"
     state_reason: str | None = None
     created: float = field(default_factory=time.time)
+    # The body's edit history, as GraphQL's `userContentEdits` gives it: empty until the first
+    # edit, then the created revision and each edit as (editor, epoch, body after the edit).
+    edits: list[tuple[str, float, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -138,6 +141,9 @@ class GitHubState:
         self.faults: list[Fault] = []
         self.violations: list[github_schema.Violation] = []
         self.git: dict[str, Path] = {}  # repository -> its bare git repository, when known
+        # (repository, login) -> the role GitHub names (admin, maintain, write, triage, read);
+        # anyone not listed reads a public repository ("read").
+        self.roles: dict[tuple[str, str], str] = {}
         # Called just before a comment is stored: a test plays another machine's run here.
         self.before_comment: Callable[[str, int, str], None] | None = None
         # Called with (method, path) once a request has been answered: a test kills the
@@ -572,7 +578,42 @@ class _Handler(BaseHTTPRequestHandler):
         if re.fullmatch(r"\s*(query\s*)?\{\s*viewer\s*\{\s*login\s*\}\s*\}\s*",
                         b.get("query", "")):
             return self.send(200, {"data": {"viewer": {"login": self.login}}})
-        self.send(200, {"errors": [{"message": "the double answers only viewer.login"}]})
+        if "userContentEdits" in b.get("query", ""):
+            return self.graphql_edits(b.get("variables") or {})
+        self.send(200, {"errors": [{"message": "the double answers only viewer.login and an "
+                                                "issue's userContentEdits"}]})
+
+    def graphql_edits(self, v: dict[str, Any]) -> None:
+        """`repository(owner, name) { issue(number) { userContentEdits(first: N) { nodes {
+        editedAt editor { login } diff } } } }`: newest first, as GitHub lists them (so
+        `first` takes the newest); `diff` is the body after that edit; a deleted account's
+        editor is null."""
+        full = f"{v.get('owner')}/{v.get('name')}"
+        issue = self.state.repos.get(full, RepoState(full)).issues.get(int(v.get("number", 0)))
+        if issue is None:
+            return self.send(200, {"data": {"repository": None}, "errors": [{
+                "type": "NOT_FOUND", "path": ["repository"],
+                "message": f"Could not resolve to a Repository with the name '{full}'."}]})
+        first = int(v.get("first", 100))
+        nodes = [{"editedAt": _stamp(at), "editor": {"login": who} if who else None,
+                  "diff": text} for who, at, text in reversed(issue.edits)][:first]
+        self.send(200, {"data": {"repository": {"issue": {"userContentEdits": {
+            "nodes": nodes}}}}})
+
+    def get_permission(self, q: dict[str, str], full: str, login: str) -> None:
+        """GET /repos/{o}/{r}/collaborators/{username}/permission: `permission` is the legacy
+        level (maintain reads as write, triage as read), `role_name` the role itself."""
+        from urllib.parse import unquote
+
+        login = unquote(login)
+        role = self.state.roles.get((full, login), "read")
+        legacy = {"admin": "admin", "maintain": "write", "write": "write"}.get(role, "read")
+        user = {**self.user_json(login), "role_name": role,
+                "permissions": {"pull": True, "triage": role != "read",
+                                "push": legacy in ("write", "admin"),
+                                "maintain": role in ("maintain", "admin"),
+                                "admin": role == "admin"}}
+        self.send(200, {"permission": legacy, "role_name": role, "user": user})
 
     def get_repo(self, q: dict[str, str], full: str) -> None:
         if full not in self.state.repos:
@@ -790,6 +831,10 @@ class _Handler(BaseHTTPRequestHandler):
         if b.get("state", "open") not in ("open", "closed"):
             return self.send(422, {"message": "Validation Failed",
                                    "errors": [{"field": "state", "code": "invalid"}]})
+        if isinstance(p, Issue) and "body" in b and b["body"] != p.body:
+            if not p.edits:  # GitHub starts the history with the created revision
+                p.edits.append((p.user, p.created, p.body))
+            p.edits.append((self.login, time.time(), b["body"]))
         _edit(p, b)
         if isinstance(p, Issue) and "state" in b:
             p.state_reason = b.get("state_reason") if b["state"] == "closed" else "reopened"
@@ -851,6 +896,7 @@ _ROUTES = [
     (_R + r"/issues/(\d+)/comments", "post_comments"),
     (_R + r"/issues/(\d+)/labels", "post_labels"),
     (_R + r"/issues/(\d+)/events", "get_issue_events"),
+    (_R + r"/collaborators/([^/]+)/permission", "get_permission"),
     (_R + r"/issues/comments", "get_repo_comments"),
     (_R + r"/issues/comments/(\d+)", "get_comment"),
     (_R + r"/issues/comments/(\d+)", "delete_comment"),

@@ -70,6 +70,10 @@ CASES = [
      "IssueComment", True),
     ("/user", "PrivateUser", False),
     ("/rate_limit", "RateLimitOverview", False),
+    ("/repos/lab/fork/collaborators/alice/permission", "RepositoryCollaboratorPermission",
+     False),
+    ("/repos/lab/fork/collaborators/github-actions%5Bbot%5D/permission",
+     "RepositoryCollaboratorPermission", False),
 ]
 
 
@@ -225,6 +229,29 @@ def test_a_wrong_api_version_is_refused(fresh: github_server.RunningServer) -> N
     with pytest.raises(GithubException) as no:
         old.get_repo("lab/fork")
     assert no.value.status == 400
+
+
+def test_an_issue_edit_history_and_a_collaborators_permission(
+        fresh: github_server.RunningServer) -> None:
+    """What the dashboard reads to know who ticked a box: the body's revisions from GraphQL's
+    `userContentEdits` (REST has no record of who edited a body; GitHub lists them newest
+    first and starts with the created one), and REST's permission of each editor (maintain
+    reads as write, triage as read)."""
+    from carry.publish.github import Forge
+
+    fresh.state.add_token("ghp_alice", "alice")
+    fresh.state.roles[("lab/fork", "alice")] = "maintain"
+    fresh.state.roles[("lab/fork", "tim")] = "triage"
+    issue = fresh.state.add_issue("lab/fork", title="d", body="v0", user="carry-bot")
+    mine = Forge.connect(fresh.url, TOKEN).repo("lab/fork")
+    assert mine.body_edits(issue.number) == []
+    mine.edit_issue(issue.number, body="v1")
+    Forge.connect(fresh.url, "ghp_alice").repo("lab/fork").edit_issue(issue.number, body="v2")
+    mine.edit_issue(issue.number, title="only the title")
+    assert [(e.editor, e.body) for e in mine.body_edits(issue.number)] == [
+        ("carry-bot", "v0"), ("carry-bot", "v1"), ("alice", "v2")]
+    assert [mine.can_write(u) for u in ("alice", "tim", "nobody")] == [True, False, False]
+    assert not fresh.state.violations
 
 
 def test_every_answer_is_checked_against_githubs_models() -> None:

@@ -56,6 +56,13 @@ PrBase = Annotated[Optional[str], typer.Option(  # noqa: UP045
 Remote = Annotated[Optional[str], typer.Option(  # noqa: UP045
     callback=_remote,
     help="The git remote for the refreshed branch (default: the fork's remote, else origin).")]
+OpenLimit = Annotated[int, typer.Option(
+    "--open-limit", min=0, metavar="N",
+    help="Open at most N PRs and issues in this run; the rest wait for a later run (0: no "
+         "limit; a manifest's [ci].open_limit bounds its series too).")]
+Dashboard = Annotated[bool, typer.Option(
+    "--dashboard", help="Keep one dashboard issue of every series and target; its boxes "
+                        "retry a cell or pause a series (ci/README.md).")]
 
 
 def _job_flags(
@@ -80,6 +87,7 @@ def _loop_flags(
     api_url: ApiUrl = None,
     token_env: TokenEnv = None,
     max_wait: MaxWait = MAX_WAIT,
+    open_limit: OpenLimit = 0,
 ) -> LoopOptions:
     """The loop's flags, declared once for `carry ci`, `carry ci run` and `carry ci loop`."""
     from carry.base import redact
@@ -89,7 +97,7 @@ def _loop_flags(
         redact.register_env(token_env)  # masked, and kept from the target's code
     return loop.Options(open_pr=open_pr, track_issues=track_issues, dry_run=dry_run,
                         forge_repo=forge_repo, base=base, remote=remote, api_url=api_url,
-                        token_env=token_env, max_wait=max_wait)
+                        token_env=token_env, max_wait=max_wait, open_limit=open_limit)
 
 
 @ci_app.callback(invoke_without_command=True)
@@ -107,6 +115,7 @@ def ci_job(
         help="Check against this ref instead of the manifest targets; repeat.")] = None,
     job: JobOptions,
     loop: LoopOptions,
+    dashboard: Dashboard = False,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
@@ -125,10 +134,15 @@ def ci_job(
 
     root = _root(series_dir)
     result = jobmod.run(root, names or [], Repo.open(_repo(repo, root, *(names or []))),
-                        target or [],
-                        onto or [], job, loop)
+                        target or [], onto or [], job, _with_dashboard(loop, dashboard))
     reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
+
+
+def _with_dashboard(loop: LoopOptions, dashboard: bool) -> LoopOptions:
+    from dataclasses import replace
+
+    return replace(loop, dashboard=dashboard) if dashboard else loop
 
 
 @ci_app.command("matrix")
@@ -136,6 +150,13 @@ def ci_matrix(
     repo: RepoPath = None,
     ledger: Ledger = LEDGER,
     force: Annotated[bool, typer.Option(help="List cells the ledger holds too.")] = False,
+    dashboard: Annotated[bool, typer.Option(
+        "--dashboard", help="Read the dashboard's boxes (never writes): skip paused series, "
+                            "add ticked retries.")] = False,
+    forge_repo: LoopRepo = None,
+    api_url: ApiUrl = None,
+    token_env: TokenEnv = None,
+    max_wait: MaxWait = MAX_WAIT,
     series_dir: SeriesDir = None,
 ) -> None:
     """Print the GitHub Actions matrix of pending cells.
@@ -144,12 +165,18 @@ def ci_matrix(
 
     Example: carry ci matrix --repo ../vllm --ledger carry-ledger.json
     """
+    from carry.base import redact
     from carry.cli import views
     from carry.git import Repo
     from carry.job import cells as job
+    from carry.job import loop
 
+    if token_env:
+        redact.register_env(token_env)  # masked, and kept from the target's code
     root = _root(series_dir)
-    views.show_matrix(*job.matrix(root, Repo.open(_repo(repo, root)), ledger, force))
+    board = loop.Options(forge_repo=forge_repo, api_url=api_url, token_env=token_env,
+                         max_wait=max_wait, dashboard=True) if dashboard else None
+    views.show_matrix(*job.matrix(root, Repo.open(_repo(repo, root)), ledger, force, board))
 
 
 @ci_app.command("run")
@@ -163,6 +190,9 @@ def ci_run(
         help="The tag or branch the cell checks (a tag target needs it).")] = None,
     ledger: Ledger = LEDGER,
     force: Annotated[bool, typer.Option(help="Run even if the ledger holds it.")] = False,
+    retry: Annotated[bool, typer.Option(
+        help="Run again past the ledger and the validation cache (a dashboard retry).")
+    ] = False,
     *,
     job: JobOptions,
     loop: LoopOptions,
@@ -177,10 +207,14 @@ def ci_run(
     Example: carry ci run mamba-sparse-retention upstream-release --ref v0.34.0 --repo ../vllm
     --open-pr --track-issues
     """
+    from dataclasses import replace
+
     from carry.cli import reports
     from carry.git import Repo
     from carry.job import cells as jobmod
 
+    if retry:
+        job = replace(job, retry=frozenset({(name, target_name)}))
     root = _root(series_dir)
     result = jobmod.run_cell(root, name, target_name, ref, Repo.open(_repo(repo, root, name)),
                              job, ledger, force, loop)
@@ -191,11 +225,13 @@ def ci_run(
 @ci_app.command("loop")
 @grouped("loop", _loop_flags)
 def ci_loop(
-    summaries: Annotated[list[Path], typer.Argument(help="summary.json files of the cells.")],
+    summaries: Annotated[Optional[list[Path]], typer.Argument(  # noqa: UP045
+        help="summary.json files of the cells (none: only the dashboard).")] = None,
     repo: RepoPath = None,
     out: Out = Path("carry-out"),
     *,
     loop: LoopOptions,
+    dashboard: Dashboard = False,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
@@ -210,7 +246,8 @@ def ci_loop(
     from carry.job import cells as job
 
     root = _root(series_dir)
-    result = job.loop_from(root, Repo.open(_repo(repo, root)), summaries, out, loop)
+    result = job.loop_from(root, Repo.open(_repo(repo, root)), summaries or [], out,
+                           _with_dashboard(loop, dashboard))
     reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
 

@@ -213,3 +213,9 @@ def show_job(r: Any) -> None:
         number = f" #{a.number}" if a.number else ""
         render.say(f"{a.kind} {a.action}{number}: {a.series} {a.target} ({a.ref})"
                    + (f": {a.note}" if a.note else "") + (f" {a.url}" if a.url else ""))
+    for x in r.rows:
+        for f in x.failing:
+            render.say(f"  {x.series} {x.target}: {f.get('test', '')} {f.get('verdict', '')}")
+    for a in r.dashboard:
+        render.say(f"dashboard {a.action}" + (f" #{a.number}" if a.number else "")
+                   + (f" {a.url}" if a.url else ""))

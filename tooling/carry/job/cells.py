@@ -36,6 +36,8 @@ class Options:
     python: str | None = None  # default: the plan's [test].python
     fetch: bool = False
     out: Path = Path("carry-out")
+    paused: frozenset[str] = frozenset()  # series the dashboard pauses: not run
+    retry: frozenset[tuple[str, str]] = frozenset()  # (series, target): past every cache
 
 
 @dataclass
@@ -56,6 +58,9 @@ class Row:
     would_conflict: list[str] = field(default_factory=list)  # later patches, with their paths
     resolved: list[str] = field(default_factory=list)  # "FILE: why", by recorded resolutions
     why: list[dict[str, Any]] = field(default_factory=list)  # replay.why.explain: roots first
+    failing: list[dict[str, str]] = field(default_factory=list)  # verdict.triage: per test
+    tail: str = ""  # the end of the failing pytest run's output, scrubbed
+    time: str = ""  # when the cell ran (ISO 8601, UTC)
 
 
 @dataclass
@@ -64,6 +69,7 @@ class JobResult:
     rows: list[Row]
     out: str
     loop: list[Any] = field(default_factory=list)  # loop.Action: PRs and issues (opt-in)
+    dashboard: list[Any] = field(default_factory=list)  # loop.Action: the dashboard (opt-in)
 
     @property
     def exit_code(self) -> int:
@@ -76,10 +82,16 @@ def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, how: Options
     try:
         # The rebased head on its target, which may hold fewer commits than the series.
         report = validate.run(s, repo, None, f"{onto}..{row.head}", engine_name=how.engine,
-                              python=how.python)
+                              python=how.python,
+                              use_cache=(s.name, row.target.split("@", 1)[0]) not in how.retry)
     except CarryError as exc:
         row.validate, row.summary = "error", exc.line()
         return
+    if report.status == "failed":  # which tests, and are they the series' or upstream's?
+        from carry.job import verdict
+
+        row.failing = verdict.triage(s, repo, onto, row.head, report, how.engine, how.python)
+        row.tail = verdict.tail(report) if row.failing else ""
     path = how.out / artifact_name(s.name, row.target)
     atomic.write_json(path, to_data(report), indent=2)
     row.report = str(path)
@@ -107,9 +119,17 @@ def artifact_name(series: str, target: str) -> str:
 
 def run(root: Path, names: list[str], repo: Repo, targets: list[str], onto: list[str],
         how: Options, loop: LoopOptions | None = None) -> JobResult:
-    """Every series onto every target; then the loop, if asked; then the summaries."""
+    """Every series onto every target; then the loop, if asked; then the summaries. With
+    the dashboard, its boxes first: paused series are skipped, ticked cells retried."""
+    from dataclasses import replace
+
+    from carry.job import steer
+
+    st = steer.read(root, loop) if loop is not None and loop.dashboard else None
+    if st is not None:
+        how = replace(how, paused=frozenset(st.paused), retry=frozenset(st.retry))
     result = _rows(root, names, repo, targets, onto, how, loop)
-    return finish(root, repo, result, loop)
+    return finish(root, repo, result, loop, st)
 
 
 def _rows(root: Path, names: list[str], repo: Repo, targets: list[str], onto: list[str],
@@ -124,7 +144,7 @@ def _rows(root: Path, names: list[str], repo: Repo, targets: list[str], onto: li
         loopmod.check(s, loop or LoopOptions())
     how.out.mkdir(parents=True, exist_ok=True)
     rows: list[Row] = []
-    for s in chosen:
+    for s in [s for s in chosen if s.name not in how.paused]:
         wanted = [t for t in targets if any(t == x.name for x in s.manifest.targets)]
         if targets and not wanted:
             continue  # none of the requested targets is one of this series'
@@ -143,22 +163,36 @@ def _rows(root: Path, names: list[str], repo: Repo, targets: list[str], onto: li
             if r.status == "applied":
                 _validate(s, repo, row, r.onto, how)
             rows.append(row)
-    if not rows:
+    stamp = _now()
+    for row in rows:
+        row.time = row.time or stamp
+    if not rows and not how.paused:
         raise CarryError("no series has any of the targets " + ", ".join(targets))
     ok = all(r.rebase == "applied" and r.validate.endswith("passed") for r in rows)
     return JobResult("passed" if ok else "failed", rows, str(how.out))
 
 
-def finish(root: Path, repo: Repo, result: JobResult, loop: LoopOptions | None) -> JobResult:
+def finish(root: Path, repo: Repo, result: JobResult, loop: LoopOptions | None,
+           st: Any = None) -> JobResult:
+    """The loop (never on a paused series' rows), the dashboard (`st`, a steer.Steering),
+    then the summaries."""
     from carry.job import loop as loopmod
 
     if loop is not None and loop.enabled:
-        result.loop = loopmod.run(root, repo, result.rows, loop)
+        rows = [r for r in result.rows if st is None or r.series not in st.paused]
+        result.loop = loopmod.run(root, repo, rows, loop)
         if any(a.action == "failed" for a in result.loop):
             result.status = "failed"
+    extra = ""
+    if st is not None and loop is not None:
+        from carry.job import board, steer
+
+        new = steer.update(st, root, repo, result.rows, result.loop, loop.open_limit, _now())
+        result.dashboard = [steer.publish(st, new, loop.dry_run, _now())]
+        extra = board.summary(new)
     out = Path(result.out)
     atomic.write_json(out / "summary.json", to_data(result), indent=2)
-    md = markdown(result)
+    md = markdown(result) + extra
     atomic.write_text(out / "summary.md", md)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
@@ -188,12 +222,16 @@ def markdown(result: JobResult) -> str:
 # -- one cell at a time: the matrix and its cells -------------------------------------------
 
 
-def matrix(root: Path, repo: Repo, ledger_path: Path, force: bool) -> tuple[
-        list[dict[str, str]], list[str]]:
+def matrix(root: Path, repo: Repo, ledger_path: Path, force: bool,
+           loop: LoopOptions | None = None) -> tuple[list[dict[str, str]], list[str]]:
     """The cells (series, target, ref) the ledger does not hold yet, and one note per series
-    that has nothing to run (no targets, or no patches)."""
-    from carry.job import ledger, releases
+    that has nothing to run (no targets, or no patches). With the dashboard (read, never
+    written here): a paused series has no cell, a ticked retry runs again past the ledger
+    and the validation cache (`flag: --retry`), a cell whose PR or issue waits for room runs
+    again past the ledger (`flag: --force`)."""
+    from carry.job import ledger, releases, steer
 
+    st = steer.read(root, loop) if loop is not None and loop.dashboard else None
     held = ledger.load(ledger_path)
     cells: list[dict[str, str]] = []
     notes: list[str] = []
@@ -204,12 +242,36 @@ def matrix(root: Path, repo: Repo, ledger_path: Path, force: bool) -> tuple[
         if not s.patches():
             notes.append(f"{s.name}: no patches imported")
             continue
+        if st is not None and s.name in st.paused:
+            notes.append(f"{s.name}: paused on the dashboard")
+            continue
         for r in releases.pending(s, repo, held, None):
             if r.status == "pending" or (force and r.status == "validated"):
                 cells.append({"series": s.name, "target": r.target, "ref": r.ref})
             elif r.status == "missing":
                 notes.append(f"{s.name}: target {r.target} ({r.ref}) is not in the repository")
+    if st is not None:
+        _steered(root, st, cells)
     return cells, notes
+
+
+def _steered(root: Path, st: Any, cells: list[dict[str, str]]) -> None:
+    """The dashboard's retries and waiting cells, on the ref it shows for them."""
+    for c in sorted(st.board.cells, key=lambda c: c.key):
+        flag = "--retry" if c.key in st.retry else "--force" if c.waiting else ""
+        if not flag or c.series in st.paused:
+            continue
+        t = next((t for t in seriesmod.find(root, c.series).manifest.targets
+                  if t.name == c.target), None)
+        ref = c.ref or (t.ref if t else "")
+        if not ref or ref.startswith("-"):
+            continue  # a tag target never run: the plan lists its newest tag anyway
+        same = [x for x in cells if (x["series"], x["target"], x["ref"]) == (*c.key, ref)]
+        if not same:
+            same = [{"series": c.series, "target": c.target, "ref": ref}]
+            cells.extend(same)
+        for x in same:
+            x["flag"] = flag
 
 
 def run_cell(root: Path, name: str, target: str, ref: str | None, repo: Repo,
@@ -222,6 +284,7 @@ def run_cell(root: Path, name: str, target: str, ref: str | None, repo: Repo,
     nothing."""
     from carry.job import ledger
 
+    force = force or (name, target) in how.retry
     s = seriesmod.find(root, name)
     t = s.manifest.target(target)
     ref = ref or t.ref
@@ -238,8 +301,8 @@ def run_cell(root: Path, name: str, target: str, ref: str | None, repo: Repo,
     for row in result.rows:
         row.target = target
     finish(root, repo, result, loop)
-    if (loop and loop.dry_run) or any(a.action == "failed" for a in result.loop):
-        return result
+    if (loop and loop.dry_run) or any(a.action in ("failed", "waiting") for a in result.loop):
+        return result  # run again by the next run: its PR or issue is still to do
     for row in result.rows:
         tree = repo.rev_parse(row.head, "tree") if row.head else ""
         ledger.append(ledger_path, ledger.Record(
@@ -253,15 +316,20 @@ def loop_from(root: Path, repo: Repo, summaries: list[Path], out: Path,
     """The loop over results the matrix cells wrote (their `summary.json`), for the one job
     that may write to GitHub: cells validate with read-only tokens, this job acts on them."""
     from carry.job import loop as loopmod
+    from carry.job import steer
 
     if loop is None or not loop.enabled:
         raise CarryError("carry ci loop has nothing to do", hint="pass --open-pr, "
-                         "--track-issues or both")
+                         "--track-issues, --dashboard or several")
+    if not summaries and not loop.dashboard:
+        raise CarryError("carry ci loop needs the cells' summary.json files",
+                         hint="only --dashboard runs without any")
     rows = [row for path in summaries for row in _read_rows(path)]
     for name in sorted({r.series for r in rows}):
         loopmod.check(seriesmod.find(root, name), loop)
+    st = steer.read(root, loop) if loop.dashboard else None
     out.mkdir(parents=True, exist_ok=True)
-    return finish(root, repo, JobResult("passed", rows, str(out)), loop)
+    return finish(root, repo, JobResult("passed", rows, str(out)), loop, st)
 
 
 def _read_rows(path: Path) -> list[Row]:

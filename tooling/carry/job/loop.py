@@ -1,9 +1,10 @@
 """Closing the loop after a CI cell (opt-in): a clean result on a release or dev target
 refreshes the series, pushes it and opens or updates its one PR (through `carry pr`); a
-conflict opens or updates one tracking issue per (series, target), which a later clean run
-closes with a comment. Every GitHub request goes through `forge.py`. Only the PRs and issues
-the token's own account opened are the loop's (owned.py): an issue someone else opened with
-the tracking marker is never edited or closed.
+conflict opens or updates one tracking issue per (series, target), and so do failing tests
+(failing.py); a later clean run closes it with a comment. At most `open_limit` PRs and
+issues are opened per run; the rest wait for a later one. Every GitHub request goes through
+`forge.py`. Only the PRs and issues the token's own account opened are the loop's
+(owned.py): an issue someone else opened with the tracking marker is never edited or closed.
 
 `--dry-run` reads (to tell "open" from "update") and writes nothing: no series version, no
 ref, no push, no request that writes.
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from carry.base.errors import CarryError
 from carry.git import Repo
-from carry.job import tracking
+from carry.job import failing, tracking
 from carry.publish import github as forgemod
 from carry.publish import owned
 from carry.series import store as seriesmod
@@ -40,10 +41,12 @@ class Options:
     api_url: str | None = None
     token_env: str | None = None  # default: $GH_TOKEN, then $GITHUB_TOKEN (forge.py)
     max_wait: float = forgemod.DEFAULT_MAX_WAIT
+    open_limit: int = 0  # at most this many PRs and issues opened per run; 0: no limit
+    dashboard: bool = False  # keep the dashboard issue (steer.py)
 
     @property
     def enabled(self) -> bool:
-        return self.open_pr or self.track_issues
+        return self.open_pr or self.track_issues or self.dashboard
 
     @property
     def access(self) -> forgemod.Access:
@@ -56,7 +59,7 @@ class Action:
     target: str
     ref: str
     kind: str  # pr | issue
-    action: str  # opened | updated | closed | unchanged | skipped | failed | would-...
+    action: str  # opened | updated | closed | unchanged | skipped | failed | waiting | would-...
     number: int = 0
     url: str = ""
     note: str = ""
@@ -67,11 +70,26 @@ class _Context:
     repo: Repo
     opts: Options
     _forge: forgemod.Forge | None = field(default=None, repr=False)
+    opened: dict[str, int] = field(default_factory=dict)  # series -> PRs and issues opened
 
     def forge(self) -> forgemod.Forge:
         if self._forge is None:
             self._forge = self.opts.access.connect()
         return self._forge
+
+    def room(self, s: seriesmod.Series) -> bool:
+        """Whether this run may open one more PR or issue: --open-limit bounds the run, the
+        manifest's [ci].open_limit the series (Renovate's prHourlyLimit, per run)."""
+        total, mine, cap = sum(self.opened.values()), self.opened.get(s.name, 0), \
+            s.manifest.ci.open_limit
+        return (not self.opts.open_limit or total < self.opts.open_limit) and (
+            not cap or mine < cap)
+
+    def took(self, s: seriesmod.Series) -> None:
+        self.opened[s.name] = self.opened.get(s.name, 0) + 1
+
+    def waiting_note(self, what: str) -> str:
+        return f"{what} opens on a later run: this one opened as many as it may"
 
 
 def forge_repo(s: seriesmod.Series, opts: Options) -> str:
@@ -105,10 +123,13 @@ def run(root: Path, repo: Repo, rows: list[Row], opts: Options) -> list[Action]:
         steps: list[partial[list[Action]]] = []
         if row.rebase == "conflict" and opts.track_issues:
             steps.append(partial(_track, ctx, s, name, row))
+        if row.rebase == "applied" and getattr(row, "failing", None) and opts.track_issues:
+            steps.append(partial(failing.track, ctx, s, name, row))
         if clean and opts.open_pr:
             steps.append(partial(_refresh_and_pr, ctx, s, target, row))
         if clean and opts.track_issues:
             steps.append(partial(_close, ctx, s, target, row))
+            steps.append(partial(failing.close, ctx, s, target, row))
         for step in steps:
             try:
                 actions += step()
@@ -140,10 +161,16 @@ def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target
     pr_base = ctx.opts.base or s.manifest.fork.branch or "main"
     full = forge_repo(s, ctx.opts)
     remote = ctx.opts.remote or s.manifest.fork.remote or "origin"
+    found = [p for p in prmod.find_open(ctx.forge(), full, [s.name]) if p.base == pr_base] \
+        if ctx.opts.dry_run or not ctx.room(s) else []
+    if not found and not ctx.room(s):  # no PR to update, and no room to open one
+        act.action, act.note = "waiting", ctx.waiting_note("its PR")
+        return [act]
     if ctx.opts.dry_run:  # the PR `carry pr` would update: carry's, for this series alone
-        found = [p for p in prmod.find_open(ctx.forge(), full, [s.name]) if p.base == pr_base]
         step = (f"refresh to version {s.manifest.version + 1} on {row.ref}, "
                 if base != row.onto else "")
+        if not found:
+            ctx.took(s)
         act.action = "would-update" if found else "would-open"
         act.number, act.url = (found[0].number, found[0].url) if found else (0, "")
         act.note = f"would {step}push {branch} to {remote}, PR against {pr_base}"
@@ -161,6 +188,8 @@ def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target
         report_path=row.report or None, draft=True,
         push_token=forgemod.token_from_env(ctx.opts.token_env)))
     act.action, act.number, act.url = done.action, done.number, done.url
+    if done.action == "opened":
+        ctx.took(s)
     version = result.refreshed.get("version")
     act.note = (f"series refreshed to version {version}; " if version else "") + \
         f"pushed {branch} ({done.commit[:12]}) to {remote}"
@@ -222,9 +251,14 @@ def _track(ctx: _Context, s: seriesmod.Series, target: str, row: Row) -> list[Ac
         else:
             ctx.forge().repo(full).edit_issue(issue.number, title=title, body=text)
             act.action = "updated"
+    elif not ctx.room(s):
+        act.action, act.note = "waiting", ctx.waiting_note("its tracking issue")
     elif not ctx.opts.dry_run:
         made = ctx.forge().repo(full).create_issue(title, text)
+        ctx.took(s)
         act.action, act.number, act.url = "opened", made.number, made.url
+    else:
+        ctx.took(s)  # a dry run counts what it would open
     return [act]
 
 

@@ -10,6 +10,18 @@ from typing import Any
 from carry.base import redact
 from carry.publish.github import CommentInfo, Forge, IssueInfo, PullInfo
 
+WRITE = ("admin", "write")  # the legacy `permission` levels that can push (maintain reads write)
+
+
+@dataclass(frozen=True)
+class EditInfo:
+    """One revision of an issue's body: who made it (\"\" for a deleted account), when, and
+    the body it left."""
+
+    editor: str
+    at: str  # ISO 8601, UTC
+    body: str
+
 
 @dataclass
 class GitHubRepo:
@@ -138,6 +150,45 @@ class GitHubRepo:
         posted = self.comment(number, comment)
         self.edit_issue(number, state="closed", state_reason="completed")
         return posted
+
+    def body_edits(self, number: int, newest: int = 100) -> list[EditInfo]:
+        """The body's revisions, oldest first: empty while it was never edited, else the
+        created one and every edit. REST has no record of who edited a body (the issue events
+        and timeline have none), so this asks GraphQL's `userContentEdits`, which lists them
+        newest first; equal times keep that order, reversed."""
+        owner, name = self.name.split("/", 1)
+        query = ("query($owner: String!, $name: String!, $number: Int!, $first: Int!) { "
+                 "repository(owner: $owner, name: $name) { issue(number: $number) { "
+                 "userContentEdits(first: $first) { nodes { editedAt editor { login } diff } "
+                 "} } } }")
+        variables = {"owner": owner, "name": name, "number": number, "first": newest}
+
+        def ask() -> list[EditInfo]:
+            _, data = self.forge._gh.requester.graphql_query(query, variables)
+            if data.get("errors"):
+                raise ValueError(str(data["errors"][0].get("message", "")))
+            nodes = data["data"]["repository"]["issue"]["userContentEdits"]["nodes"]
+            got = [EditInfo((n["editor"] or {}).get("login") or "", str(n["editedAt"]),
+                            n["diff"] or "") for n in nodes]
+            order = sorted(range(len(got)), key=lambda i: (got[i].at, -i))
+            return [got[i] for i in order]
+
+        return self.forge._call(f"the edits of {self.name}#{number}", ask)
+
+    def can_write(self, login: str) -> bool:
+        """Whether `login` may push to the repository (GET .../collaborators/LOGIN/permission);
+        an account GitHub does not know may not."""
+        from github import UnknownObjectException
+
+        repo = self._gh_repo()
+
+        def ask() -> bool:
+            try:
+                return str(repo.get_collaborator_permission(login)) in WRITE
+            except UnknownObjectException:
+                return False
+
+        return self.forge._call(f"the permission of {login} on {self.name}", ask)
 
 def _issue(i: Any) -> IssueInfo:
     return IssueInfo(number=i.number, title=i.title or "", body=i.body or "", state=i.state,

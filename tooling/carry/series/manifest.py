@@ -127,6 +127,11 @@ class SupersedeConfig:
 
 
 @dataclass
+class CiConfig:
+    open_limit: int = 0  # at most this many PRs and issues opened per CI run; 0: no limit
+
+
+@dataclass
 class ChangelogEntry:
     version: int
     date: str
@@ -148,6 +153,7 @@ class Manifest:
     test: TestPlan = field(default_factory=TestPlan)
     changelog: list[ChangelogEntry] = field(default_factory=list)
     supersede: SupersedeConfig = field(default_factory=SupersedeConfig)
+    ci: CiConfig = field(default_factory=CiConfig)
 
     def target(self, name: str) -> Target:
         for t in self.targets:
@@ -306,6 +312,9 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
         m.changelog.append(ChangelogEntry(version=c.get("version", int, required=True),
                                           date=c.text("date"), summary=c.text("summary")))
     m.supersede = SupersedeConfig(label=r.sub("supersede").text("label"))
+    m.ci = CiConfig(open_limit=(ci := r.sub("ci")).get("open_limit", int, 0))
+    if m.ci.open_limit < 0:
+        raise ci.fail("open_limit", "an integer >= 0", m.ci.open_limit)
     r.reject_unknown()
     return m
 
@@ -367,6 +376,7 @@ def dump_manifest(m: Manifest) -> str:
         doc["changelog"] = [vars(c).copy() for c in m.changelog]
     if m.supersede.label:
         doc["supersede"] = {"label": m.supersede.label}
+    doc.update({"ci": {"open_limit": m.ci.open_limit}} if m.ci.open_limit else {})
     text = tomli_w.dumps(doc)
     if not (m.test.suites or m.test.hooks):  # say how to fill it in, on every rewrite
         text = text.replace("\n[test]\n", "\n" + TEST_PLAN_HELP + "[test]\n", 1)

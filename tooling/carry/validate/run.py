@@ -139,6 +139,7 @@ def run(
     use_cache: bool = True,
     progress: Progress | None = None,
     allow_no_tests: bool = False,
+    record: bool = True,  # False: a side run (the CI's upstream check) is not the last report
 ) -> Report:
     tp = series.manifest.test
     if not (tp.suites or tp.hooks or tp.diff_check):
@@ -154,7 +155,7 @@ def run(
     if use_cache and early:
         hit = cache.follow(store, early)
         if hit is not None:
-            return _answer(repo, series, hit, hit.get("head", ""))
+            return _answer(repo, series, hit, hit.get("head", ""), record=record)
     t = resolve_target(series, repo, onto, commit)
     started = time.monotonic()
     changed = repo.changed_files(t.onto, t.head)
@@ -174,7 +175,7 @@ def run(
         if hit is not None:
             if early:
                 cache.link(store, early, key)
-            return _answer(repo, series, hit, t.head, list(t.resolved))
+            return _answer(repo, series, hit, t.head, list(t.resolved), record)
     engine.check()
     stamp = dt.datetime.now(dt.UTC)
     validate_dir(repo).mkdir(parents=True, exist_ok=True)
@@ -219,7 +220,8 @@ def run(
     )
     data = to_data(report)
     atomic.write_json(run_dir / "report.json", data)
-    atomic.write_json(last_report_path(repo, series.name), data)
+    if record:
+        atomic.write_json(last_report_path(repo, series.name), data)
     if not any(r.kind == "install" and not r.ok for r in results):
         cache.store(store, key, data)  # a failed install is the network's, not the series'
         if early:
@@ -247,7 +249,7 @@ def _early_key(series: Series, repo: Repo, onto: str, baseline: bool,
 
 
 def _answer(repo: Repo, series: Series, hit: dict[str, Any], head: str,
-            resolved: list[str] | None = None) -> Report:
+            resolved: list[str] | None = None, record: bool = True) -> Report:
     report = Report.from_data(hit)
     if resolved is not None:  # how this build got its tree, which another run may share
         report.resolved = resolved
@@ -255,8 +257,8 @@ def _answer(repo: Repo, series: Series, hit: dict[str, Any], head: str,
     report.cached, report.cached_for = True, head
     # another series with the same plan may have filled the entry: this is its run now
     report.series, report.version = series.name, series.manifest.version
-    # recorded as a fresh run is, so `carry pr` quotes it
-    atomic.write_json(last_report_path(repo, series.name), to_data(report))
+    if record:  # recorded as a fresh run is, so `carry pr` quotes it
+        atomic.write_json(last_report_path(repo, series.name), to_data(report))
     return report
 
 

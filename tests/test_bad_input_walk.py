@@ -243,7 +243,7 @@ FILES: dict[str, Mutate] = {
         b"\n\n", b"\nX-Carry-Author: bm8gZGF0ZQ==\n\n", 1)),
     "patch-author-newline": _patch(lambda d: d.replace(
         b"\n\n", b"\nX-Carry-Author: QSA8YUBiPiAxIC0wMDAwCnBhcmVudCB4\n\n", 1)),
-    # F13: numbers int() refuses (more than 4,300 digits), a date no calendar holds
+    # numbers int() refuses (more than 4,300 digits), a date no calendar holds
     "patch-hunk-5000-digits": _patch(lambda d: d.replace(b"@@ -1,2 ", b"@@ -1," + b"2" * 5000
                                                          + b" ", 1)),
     "patch-stat-5000-digits": _patch(lambda d: d.replace(b" 1 file changed",
@@ -313,7 +313,7 @@ def _link_out(rel: str) -> Mutate:
 
 
 def _f13_cases() -> list[Case]:
-    """The classes F13 found: 3,000-deep documents, summaries of the wrong types, FIFOs,
+    """The classes an attack found: 3,000-deep documents, summaries of the wrong types, FIFOs,
     links out of a series, numbers int() refuses, URLs urllib refuses, names a `$` anchor
     let through, and credentials in a --repo URL."""
     deep_manifest = "\nx = " + "[" * 3000 + "]" * 3000 + "\n"

@@ -1,4 +1,4 @@
-"""F13, untrusted input and secrets: what the code under test prints, a token in a remote's
+"""Untrusted input and secrets: what the code under test prints, a token in a remote's
 URL, documents nested 3,000 deep or of the wrong types, links out of a series, and refs that
 are not file names. Real CLI, real git, real pytest in the validated tree.
 

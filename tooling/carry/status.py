@@ -79,7 +79,8 @@ def _stopped(repo: Repo, series: Series) -> list[Stopped]:
                              series.name if several else "",
                              s["target"]["name"] if several else "")
         out.append(Stopped(s["target"]["name"], s.get("phase", ""), patch,
-                           list(s.get("paths", [])), s.get("worktree", ""), nxt))
+                           list(s.get("paths", [])),
+                           s.get("worktree", "") if s.get("ready", True) else "", nxt))
     return out
 
 

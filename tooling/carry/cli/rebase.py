@@ -47,7 +47,8 @@ def rebase(
     """Replay the series onto its targets, dropping merged patches.
 
     No worktree is used unless a patch conflicts; then the rebase stops in a worktree it
-    names, to be resumed with --continue, --skip or --abort.
+    names (kept from stop to stop), to be resumed with --continue, --skip or --abort. With
+    --json a stop makes no worktree: --skip needs none, and --continue makes it.
 
     Example: carry rebase my-fix --repo ../vllm --target upstream-main --dry-run
     """
@@ -58,7 +59,9 @@ def rebase(
     from carry.series import locks
     from carry.series import store as series
 
-    opts = rebasemod.Options(onto or [], target or [], branch, refresh, fetch, dry_run, force)
+    # a --json caller wants the outcome: a stop makes no worktree (--continue makes it)
+    opts = rebasemod.Options(onto or [], target or [], branch, refresh, fetch, dry_run, force,
+                             worktree=not json)
     git_repo, root, name = resume.locate(Repo.open(repo), series_dir, name, opts,
                                          continue_, skip, abort)
     with locks.for_rebase(root, name, git_repo, dry_run):

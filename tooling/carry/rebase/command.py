@@ -11,20 +11,21 @@ together.
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import os
-import shutil
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from carry.base import scratch
+from carry.base import atomic, scratch
 from carry.base.errors import CarryError
 from carry.git import GitError, Ident, RefUpdate, Repo
 from carry.rebase import state as st
+from carry.rebase import trial as trialmod
+from carry.rebase.checkout import remove as _remove_worktree
+from carry.rebase.checkout import stop as _stop
 from carry.replay import targets as targetmod
 from carry.replay.chain import Carried, load_chain
 from carry.replay.engine import (
@@ -50,6 +51,7 @@ class Options:
     fetch: bool = False
     dry_run: bool = False
     force: bool = False
+    worktree: bool = True  # make the conflict worktree at a stop (not for a --json caller)
 
 
 @dataclass
@@ -100,7 +102,7 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
             s = r.patches[done.stop]
             r.conflict = Conflict(s.file, s.subject, s.author, done.paths, "")
         elif done.stop is not None:
-            _stop(series, repo, r, t, branches[t.slug], opts.refresh, done)
+            _stop(series, repo, r, t, branches[t.slug], opts.refresh, done, opts.worktree)
         elif not opts.dry_run:
             keep_existing(repo, r, branches[t.slug][1])
             finishing.append((t, r))
@@ -176,41 +178,6 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
         path.unlink(missing_ok=True)
 
 
-def _stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarget,
-          branch: tuple[str, str | None], refresh: bool, done: Replayed) -> None:
-    """Save the state first, then build the conflict worktree it names: a kill between the two
-    leaves a state whose `--abort` removes whatever part of the worktree exists."""
-    step = result.patches[done.stop or 0]
-    wt = st.worktree_path(repo, series.name, target.slug)
-    state = st.new(series.name, series.root, result, target, branch[0], branch[1],
-                   series.manifest.version if refresh else 0, "conflict", done.head,
-                   done.stop or 0, str(wt), done.paths)
-    path = st.state_path(repo, series.name, target.slug)
-    st.write(path, state)
-    _remove_worktree(repo, wt, tidy=False)
-    wt.parent.mkdir(parents=True, exist_ok=True)
-    conflicted = repo.worktree_add(wt, done.head).cherry_pick_no_commit(step.source)
-    state["paths"] = conflicted or done.paths
-    st.write(path, state)
-    from carry.rebase.hints import hints
-
-    result.conflict = Conflict(step.file, step.subject, step.author, state["paths"], str(wt),
-                               hints(repo, series.manifest.base.commit, target.sha, step.file,
-                                     step.subject, state["paths"], series.manifest.upstream.repo))
-
-
-def _remove_worktree(repo: Repo, wt: Path, tidy: bool = True) -> None:
-    """`tidy` also removes the emptied NAME/ and REPO.carry/ folders; a stop must not, since
-    other targets of the same run are making their worktrees there at the same time."""
-    if wt.exists() or (repo.common_dir / "worktrees").exists():
-        repo.worktree_remove(wt)
-    shutil.rmtree(wt, ignore_errors=True)
-    repo.worktree_prune()
-    for empty in (wt.parent, wt.parent.parent) if tidy else ():
-        with contextlib.suppress(OSError):
-            empty.rmdir()
-
-
 # -- continue, skip, abort ----------------------------------------------------------------------
 
 
@@ -269,9 +236,12 @@ def _put_back(series: Series, repo: Repo, finishing: list[dict[str, Any]]) -> se
     return set(updates)
 
 
-def resume(series: Series, repo: Repo, action: str,
-           which: Sequence[str] = ()) -> list[TargetResult]:
-    """`--continue` or `--skip` on the stopped target(s)."""
+def resume(series: Series, repo: Repo, action: str, which: Sequence[str] = (),
+           worktree: bool = True) -> list[TargetResult]:
+    """`--continue` or `--skip` on the stopped target(s). A skip (or a resolution that adds
+    nothing) takes the forecast's trial up to the next stop, merging nothing; a resolution
+    replays the rest. `--continue` with no worktree yet makes it and stays stopped: there is
+    nothing to take until a maintainer has resolved in it."""
     states = _pick(repo, series, which)
     if len(states) > 1:
         names = ", ".join(s["target"]["name"] for s in states)
@@ -289,29 +259,42 @@ def resume(series: Series, repo: Repo, action: str,
     if action == "skip" and state["phase"] != "conflict":
         raise CarryError(f"the rebase onto {t.name} is not stopped at a conflict; nothing to "
                          "skip", hint="carry rebase --continue")
+    refresh = bool(state["refresh"])
     if state["phase"] == "conflict":
-        step = steps[pos]
-        wt = Path(state["worktree"])
+        step, trial = steps[pos], st.trial(state)
+        if action == "continue" and not st.ready(state):
+            _stop(series, repo, result, t, branch, refresh,
+                  Replayed(result, pos, state["paths"], head, trial))
+            return [result]
         if action == "skip":
             step.status, step.reason = "skipped", "left out with --skip"
         else:
-            head = take_resolution(repo, wt, step, head, state["paths"], committer)
-        for later in steps[pos + 1:]:
+            head = take_resolution(repo, Path(state["worktree"]), step, head, state["paths"],
+                                   committer)
+        taken = trialmod.take(repo, steps, trial, pos, head, t.sha) if trial else None
+        if taken is not None and taken[1] is not None:
+            _stop(series, repo, result, t, branch, refresh,
+                  Replayed(result, taken[1], taken[2], taken[0], trial), worktree)
+            return [result]
+        for later in steps[pos + 1:] if taken is None else ():
             if later.status == "would-conflict":  # a forecast: replayed for real now
                 later.status, later.forecast = "pending", []
-        state.update(phase="replaying", head=head, patches=[asdict(p) for p in steps])
+        head = head if taken is None else taken[0]
+        state.update(phase="replaying", head=head, patches=[asdict(p) for p in steps],
+                     ready=False, trial=[])  # the worktree stays, for the next stop
         st.write(path, state)
-        _remove_worktree(repo, wt)
     if state["phase"] == "replaying":
         head, stop, paths = run_steps(repo, steps, head, committer)
         if stop is not None:
-            forecast(repo, steps, stop, head, committer)
-            _stop(series, repo, result, t, branch, bool(state["refresh"]),
-                  Replayed(result, stop, paths, head))
+            trial = forecast(repo, steps, stop, head, committer)
+            _stop(series, repo, result, t, branch, refresh,
+                  Replayed(result, stop, paths, head, trial), worktree)
             return [result]
+        if state["worktree"]:
+            _remove_worktree(repo, Path(state["worktree"]))
         result.status, result.head = "applied", head
         # the finishing state replaces this one in place: a kill in between keeps the work
-        _finish(series, repo, [(t, result)], {t.slug: branch}, bool(state["refresh"]))
+        _finish(series, repo, [(t, result)], {t.slug: branch}, refresh)
         return [result]
     # finishing: a kill came after the state was written; the branch may have moved, and
     # the new version may have been written
@@ -380,9 +363,10 @@ def command(series: Series, repo: Repo, opts: Options, continue_: bool = False,
         raise CarryError(f"{actions[0]} resumes the saved rebase; {', '.join(extra)} cannot "
                          "change it now")
     which = [*opts.onto, *opts.targets]
-    if abort_:
-        return abort(series, repo, which)
-    return resume(series, repo, "skip" if skip else "continue", which)
+    with atomic.own_files_only():  # a conflict worktree's files need not reach the disk
+        if abort_:
+            return abort(series, repo, which)
+        return resume(series, repo, "skip" if skip else "continue", which, opts.worktree)
 
 
 def exit_code(results: Sequence[TargetResult] | Sequence[Aborted]) -> int:

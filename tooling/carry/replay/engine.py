@@ -55,12 +55,14 @@ class TargetResult:
 @dataclass
 class Replayed:
     """A replay's outcome: the result, where it stopped (None: it did not), the paths of the
-    stop and the head so far (the commit a resolution goes on)."""
+    stop and the head so far (the commit a resolution goes on); `trial`, the forecast's
+    replay of the rest with the stop left out, which a `--skip` takes as it is."""
 
     result: TargetResult
     stop: int | None
     paths: list[str]
     head: str
+    trial: list[PatchResult] = field(default_factory=list)
 
 
 def steps_for(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchResult]:
@@ -76,17 +78,18 @@ def steps_for(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchR
 
 
 def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
-             committer: Ident) -> None:
+             committer: Ident) -> list[PatchResult]:
     """Which later patches would conflict too: the rest of the series replayed with the
     stopping patch (and each further conflict) left out, on copies; each such patch gets its
     paths in `forecast` and the status `would-conflict`, which a resume turns back into
-    `pending`. Nothing else is kept: the trial's commits are unreferenced."""
+    `pending`. Returns that trial: it is exactly what `--skip` replays, so the rebase keeps
+    it in its state and a skip takes its commits instead of merging again."""
     trial = [replace(s) for s in steps]
     trial[stop].status = "skipped"
     while True:
         head, again, paths = run_steps(repo, trial, head, committer)
         if again is None:
-            return
+            return trial
         steps[again].status, steps[again].forecast = "would-conflict", paths
         trial[again].status = "skipped"
 
@@ -124,12 +127,11 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
             if c.number in drops:
                 step.status, step.reason = "dropped", drops[c.number].reason
                 step.upstream = drops[c.number].upstream
-    if stop is not None:
-        forecast(repo, steps, stop, head, committer)
+    trial = forecast(repo, steps, stop, head, committer) if stop is not None else []
     status = "applied" if stop is None else "conflict"
     result = TargetResult(series.name, target.name, target.ref, target.sha, status,
                           head if stop is None else "", steps)
-    return Replayed(result, stop, paths, head)
+    return Replayed(result, stop, paths, head, trial)
 
 
 def replay(series: Series, repo: Repo, onto: str) -> TargetResult:

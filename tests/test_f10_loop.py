@@ -207,6 +207,21 @@ def test_continue_with_a_resolution_replays_the_rest(loop: dict[str, Any],
     assert not loop["wt"].exists()
 
 
+def test_a_resolution_is_never_judged_by_the_old_trial(loop: dict[str, Any]) -> None:
+    """0005 is the next would-conflict right after 0004, so no trial commit lies between
+    them to show that the head moved: the resolution of 0004 (which also puts back the
+    `f` that 0005 expects) must still be replayed, and 0005 then applies."""
+    assert run_carry(*loop["args"], "--onto", "main").code == 1
+    assert run_carry(*loop["args"], "--skip").code == 1
+    (loop["wt"] / "src/util.py").write_text(util(h1=12))
+    (loop["wt"] / "src/core.py").write_text("def f():\n    return 1\n")
+    res = run_carry(*loop["args"], "--continue", "--json")
+    assert res.code == 0, res.out
+    assert _statuses(json.loads(res.out)[0]) == ["applied", "skipped"] + ["applied"] * 5
+    assert git(loop["up"].path, "show", "carry/demo/main:src/core.py") == \
+        "def f():\n    return 5"
+
+
 def test_abort_after_a_skip_with_the_kept_worktree_leaves_the_repo_identical(
         loop: dict[str, Any]) -> None:
     up: CommitBuilder = loop["up"]

@@ -11,10 +11,8 @@ together.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,6 +118,9 @@ def _replay_all(series: Series, repo: Repo, base: str, carried: list[Carried],
     workers = min(len(tlist), os.cpu_count() or 1) - 1
     if workers < 1:
         return [_replay_one(job, repo) for job in jobs]
+    import multiprocessing  # here: a resume, which replays one target, never loads them
+    from concurrent.futures import ProcessPoolExecutor
+
     ctx = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=scratch.tie_to_parent,
                              initargs=(os.getpid(),)) as pool:
@@ -252,7 +253,6 @@ def resume(series: Series, repo: Repo, action: str, which: Sequence[str] = (),
     steps = st.steps(state)
     result = TargetResult(series.name, t.name, t.ref, t.sha, "conflict", "", steps,
                           branch=state["branch"])
-    committer = repo.committer_ident()
     head, pos = state["head"], state["position"]
     path = st.state_path(repo, series.name, t.slug)
     branch = (state["branch"], state["branch_old"])
@@ -270,7 +270,7 @@ def resume(series: Series, repo: Repo, action: str, which: Sequence[str] = (),
             step.status, step.reason = "skipped", "left out with --skip"
         else:
             head = take_resolution(repo, Path(state["worktree"]), step, head, state["paths"],
-                                   committer)
+                                   repo.committer_ident())
         taken = trialmod.take(repo, steps, trial, pos, head, t.sha) if trial else None
         if taken is not None and taken[1] is not None:
             _stop(series, repo, result, t, branch, refresh,
@@ -284,12 +284,14 @@ def resume(series: Series, repo: Repo, action: str, which: Sequence[str] = (),
                      ready=False, trial=[])  # the worktree stays, for the next stop
         st.write(path, state)
     if state["phase"] == "replaying":
-        head, stop, paths = run_steps(repo, steps, head, committer)
-        if stop is not None:
-            trial = forecast(repo, steps, stop, head, committer)
-            _stop(series, repo, result, t, branch, refresh,
-                  Replayed(result, stop, paths, head, trial), worktree)
-            return [result]
+        if any(s.status == "pending" for s in steps):  # none after a skip that took the trial
+            committer = repo.committer_ident()
+            head, stop, paths = run_steps(repo, steps, head, committer)
+            if stop is not None:
+                trial = forecast(repo, steps, stop, head, committer)
+                _stop(series, repo, result, t, branch, refresh,
+                      Replayed(result, stop, paths, head, trial), worktree)
+                return [result]
         if state["worktree"]:
             _remove_worktree(repo, Path(state["worktree"]))
         result.status, result.head = "applied", head

@@ -3,12 +3,9 @@ resolve) or a validation checkout, each in a folder of its own, never the user's
 
 from __future__ import annotations
 
-import subprocess
-from collections.abc import Callable
 from pathlib import Path
 from typing import Self
 
-from carry.base import scratch
 from carry.git.base import Base, GitError, complaint
 
 
@@ -18,26 +15,11 @@ class Worktrees(Base):
         runs itself: `worktree add` would check out in a child of its own, which a `kill -9`
         of carry leaves writing after `--abort` removed the worktree (and which runs the
         repository's post-checkout hook)."""
-        made, written = self.worktree_start(path, commit)
-        written()
-        return made
-
-    def worktree_start(self, path: Path, commit: str) -> tuple[Self, Callable[[], None]]:
-        """`worktree_add` that returns while git still writes the files, so that carry can
-        work meanwhile: the worktree, and what waits for its files (or raises GitError)."""
         self._run("worktree", "add", "--no-checkout", "--detach", "--force", str(path), commit,
                   tied=True)
         made = type(self)(path.resolve())
-        proc = subprocess.Popen(["git", "reset", "--quiet", "--hard"], cwd=str(made.path),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE,
-                                preexec_fn=scratch.tied_child())  # noqa: PLW1509
-
-        def written() -> None:
-            out, err = proc.communicate()
-            if proc.returncode != 0:
-                raise GitError(complaint(("reset",), err or out))
-        return made, written
+        made._run("reset", "--quiet", "--hard", tied=True)
+        return made
 
     def worktree_reset(self, path: Path, commit: str) -> Self | None:
         """The existing worktree at `path` moved to `commit` in place, as `git cherry-pick

@@ -7,26 +7,23 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 
 from carry.git import GitError, Repo
 from carry.rebase import state as st
-from carry.replay.engine import Conflict, PatchResult, Replayed, TargetResult
+from carry.replay.engine import Conflict, Replayed, TargetResult
 from carry.replay.targets import ResolvedTarget
 from carry.series.store import Series
 
 
 def stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarget,
          branch: tuple[str, str | None], refresh: bool, done: Replayed,
-         make: bool = True, later: Callable[[], list[PatchResult]] | None = None) -> None:
+         make: bool = True) -> None:
     """Save the state first, then put the stop in the conflict worktree it names: the one
     kept from the last stop is moved here in place, and one is made only when `make` (a
     maintainer at a terminal, not a --json caller). The state says `ready` only once the
     worktree holds this stop, so a kill in between leaves a state whose `--continue` takes
-    nothing from a half-moved worktree (it moves it again) and whose `--abort` removes it.
-    `later` is the forecast still to run: it runs while git writes a new worktree."""
+    nothing from a half-moved worktree (it moves it again) and whose `--abort` removes it."""
     step = result.patches[done.stop or 0]
     wt = st.worktree_path(repo, series.name, target.slug)
     state = st.new(series.name, series.root, result, target, branch[0], branch[1],
@@ -34,18 +31,9 @@ def stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarge
                    done.stop or 0, str(wt), done.paths, trial=done.trial)
     path = st.state_path(repo, series.name, target.slug)
     st.write(path, state)
-
-    def foresee() -> None:
-        if later is not None:
-            done.trial = later()
-            state.update(patches=[asdict(p) for p in result.patches],
-                         trial=[asdict(p) for p in done.trial])
     if make or wt.exists():
-        state["paths"] = checkout(repo, wt, done.head, step.source, foresee) or done.paths
+        state["paths"] = checkout(repo, wt, done.head, step.source) or done.paths
         state["ready"] = True
-    else:
-        foresee()
-    if state["ready"] or later is not None:
         st.write(path, state)
     from carry.rebase.hints import hints
 
@@ -55,39 +43,26 @@ def stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarge
                                      step.subject, state["paths"], series.manifest.upstream.repo))
 
 
-def checkout(repo: Repo, wt: Path, head: str, source: str,
-             meanwhile: Callable[[], None] = lambda: None) -> list[str]:
+def checkout(repo: Repo, wt: Path, head: str, source: str) -> list[str]:
     """`wt` at `head` with the stopping patch `source` cherry-picked into it, its conflicts
     left for a human; returns the conflicted paths. A kept worktree is updated in place; one
     that cannot be (not ours, a lock a kill left, a file in the cherry-pick's way) is made
-    again from nothing. `meanwhile` runs while git writes a new worktree's files."""
-    moved = None
+    again from nothing."""
     if wt.exists():
         with contextlib.suppress(GitError):
-            moved = repo.worktree_reset(wt, head)
-    if moved is not None:
-        meanwhile()  # moving in place is quick: nothing to overlap
-        meanwhile = _done
-        try:
-            with contextlib.suppress(GitError):  # a file in the way: made again below
-                return moved.cherry_pick_no_commit(source)
-        finally:
-            moved.close()
+            work = repo.worktree_reset(wt, head)
+            if work is not None:
+                try:
+                    return work.cherry_pick_no_commit(source)
+                finally:
+                    work.close()
     remove(repo, wt, tidy=False)
     wt.parent.mkdir(parents=True, exist_ok=True)
-    work, written = repo.worktree_start(wt, head)
-    try:
-        meanwhile()
-    finally:
-        written()
+    work = repo.worktree_add(wt, head)
     try:
         return work.cherry_pick_no_commit(source)
     finally:
         work.close()
-
-
-def _done() -> None:
-    """What is left to do meanwhile once it ran."""
 
 
 def remove(repo: Repo, wt: Path, tidy: bool = True) -> None:

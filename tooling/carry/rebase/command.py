@@ -12,7 +12,7 @@ together.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,6 @@ from carry.replay import targets as targetmod
 from carry.replay.chain import Carried, load_chain
 from carry.replay.engine import (
     Conflict,
-    PatchResult,
     Replayed,
     TargetResult,
     forecast,
@@ -88,10 +87,8 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
     base, carried = load_chain(series, repo)
     committer = repo.committer_ident()
     results, finishing = [], []
-    # one target stopping in a worktree: its forecast runs while git writes the worktree
-    later = len(tlist) == 1 and opts.worktree and not opts.dry_run
-    for t, done in zip(tlist, _replay_all(series, repo, base, carried, tlist, committer,
-                                          not later), strict=True):
+    for t, done in zip(tlist, _replay_all(series, repo, base, carried, tlist, committer),
+                       strict=True):
         if isinstance(done, str):
             results.append(TargetResult(series.name, t.name, t.ref, t.sha, "failed", "", [],
                                         message=done))
@@ -103,8 +100,7 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
             s = r.patches[done.stop]
             r.conflict = Conflict(s.file, s.subject, s.author, done.paths, "")
         elif done.stop is not None:
-            _stop(series, repo, r, t, branches[t.slug], opts.refresh, done, opts.worktree,
-                  _foresee(repo, done, committer) if later else None)
+            _stop(series, repo, r, t, branches[t.slug], opts.refresh, done, opts.worktree)
         elif not opts.dry_run:
             keep_existing(repo, r, branches[t.slug][1])
             finishing.append((t, r))
@@ -113,17 +109,12 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
     return results
 
 
-def _foresee(repo: Repo, done: Replayed, committer: Ident) -> Callable[[], list[PatchResult]]:
-    return lambda: forecast(repo, done.result.patches, done.stop or 0, done.head, committer)
-
-
 def _replay_all(series: Series, repo: Repo, base: str, carried: list[Carried],
-                tlist: list[ResolvedTarget], committer: Ident,
-                foresee: bool = True) -> list[Replayed | str]:
+                tlist: list[ResolvedTarget], committer: Ident) -> list[Replayed | str]:
     """Each target's replay, in a process of its own up to the core count: the tree work is
     Python, and threads would share one core (a failure is its one-line message). The first
     target runs here, on this process's warm object cache, while workers take the rest."""
-    jobs = [(series, repo.path, base, carried, t, committer, foresee) for t in tlist]
+    jobs = [(series, repo.path, base, carried, t, committer) for t in tlist]
     workers = min(len(tlist), os.cpu_count() or 1) - 1
     if workers < 1:
         return [_replay_one(job, repo) for job in jobs]
@@ -137,12 +128,12 @@ def _replay_all(series: Series, repo: Repo, base: str, carried: list[Carried],
         return [_replay_one(jobs[0], repo), *(f.result() for f in rest)]
 
 
-def _replay_one(job: tuple[Series, Path, str, list[Carried], ResolvedTarget, Ident, bool],
+def _replay_one(job: tuple[Series, Path, str, list[Carried], ResolvedTarget, Ident],
                 own: Repo | None = None) -> Replayed | str:
-    series, path, base, carried, target, committer, foresee = job
+    series, path, base, carried, target, committer = job
     repo = own or Repo(path)
     try:
-        return replay_target(series, repo, base, carried, target, committer, foresee)
+        return replay_target(series, repo, base, carried, target, committer)
     except CarryError as exc:
         return exc.line()
     finally:

@@ -95,9 +95,8 @@ def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
 
 
 def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carried],
-                  target: ResolvedTarget, committer: Ident, foresee: bool = True) -> Replayed:
-    """Drop detection and the replay at once (and the forecast at a stop, unless not
-    `foresee`: then the caller runs it, while git writes the conflict worktree).
+                  target: ResolvedTarget, committer: Ident) -> Replayed:
+    """Drop detection and the replay at once.
 
     The replay starts speculatively, as if nothing were dropped, while detection runs on the
     other core. Most rebases drop nothing and are done when both finish; otherwise the steps
@@ -128,8 +127,7 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
             if c.number in drops:
                 step.status, step.reason = "dropped", drops[c.number].reason
                 step.upstream = drops[c.number].upstream
-    trial = forecast(repo, steps, stop, head, committer) if stop is not None and foresee \
-        else []
+    trial = forecast(repo, steps, stop, head, committer) if stop is not None else []
     status = "applied" if stop is None else "conflict"
     result = TargetResult(series.name, target.name, target.ref, target.sha, status,
                           head if stop is None else "", steps)

@@ -1,7 +1,8 @@
-"""F10 item 4: the conflict loop as fast as git's. One conflict worktree per (series, target),
-kept from stop to stop and moved in place; none at all for a --json caller until --continue
-asks for it; a --skip that merges nothing because it takes the forecast's trial; a resolution
-that replays the rest for real; and --abort after all of that leaves the repository as it was."""
+"""F10 item 4: the conflict loop as fast as git's. A stop makes no worktree (text or --json);
+--continue makes it when a maintainer asks to resolve, and from then on one worktree per
+(series, target) is kept from stop to stop and moved in place; a --skip merges nothing
+because it takes the forecast's trial; a resolution replays the rest for real; and --abort
+after all of that leaves the repository as it was."""
 
 from __future__ import annotations
 
@@ -70,6 +71,13 @@ def _snapshot(repo: Path) -> dict[str, Any]:
             "worktrees": git(repo, "worktree", "list", "--porcelain")}
 
 
+def _resolving(ctx: dict[str, Any], *extra: str) -> None:
+    """Stop at 0002 and ask for the worktree, as a maintainer who means to resolve does."""
+    assert run_carry(*ctx["args"], "--onto", "main", *extra).code == 1
+    res = run_carry(*ctx["args"], "--continue")
+    assert res.code == 1 and f"resolve in {ctx['wt']}" in res.out, res.out
+
+
 def _traced(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     trace = tmp_path / "merges.trace"
     trace.write_text("")
@@ -78,7 +86,7 @@ def _traced(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 def test_the_worktree_survives_a_skip_and_only_changed_files_are_written(
         loop: dict[str, Any]) -> None:
-    assert run_carry(*loop["args"], "--onto", "main").code == 1
+    _resolving(loop)
     wt: Path = loop["wt"]
     assert _state(loop)["ready"] is True and "<<<<<<<" in (wt / "src/util.py").read_text()
     keep = [wt / "docs" / f"keep{i}.txt" for i in range(5)] + [wt / "README"]
@@ -99,8 +107,16 @@ def test_the_worktree_survives_a_skip_and_only_changed_files_are_written(
     assert len(git(loop["up"].path, "worktree", "list").splitlines()) == 2  # one, not two
 
 
-def test_a_json_stop_makes_no_worktree_and_continue_makes_it(loop: dict[str, Any]) -> None:
+def test_a_stop_makes_no_worktree_and_continue_makes_it(loop: dict[str, Any]) -> None:
     up: CommitBuilder = loop["up"]
+    text = run_carry(*loop["args"], "--onto", "main", "--branch", "text")
+    assert text.code == 1 and "CONFLICT in 0002-P2-h1.patch" in text.out, text.err
+    assert "0004-P4-h1-again.patch would-conflict too" in text.out
+    hint = next(line for line in text.out.splitlines() if "to resolve it:" in line)
+    assert " --continue " in hint and hint.endswith("makes the conflict worktree (or --skip, "
+                                                    "--abort)")
+    assert not loop["wt"].exists() and _state(loop)["ready"] is False
+    assert run_carry(*loop["args"], "--abort").code == 0
     res = run_carry(*loop["args"], "--onto", "main", "--json")
     assert res.code == 1, res.err
     [doc] = json.loads(res.out)
@@ -183,7 +199,7 @@ def test_continue_with_a_resolution_replays_the_rest(loop: dict[str, Any],
     """Resolving 0002 to the patch's own line makes 0004 apply: the forecast said it would
     conflict, and a real replay (not the trial) finds that it does not."""
     trace, env = _traced(tmp_path)
-    assert run_carry(*loop["args"], "--onto", "main").code == 1
+    _resolving(loop)
     assert _state(loop)["patches"][3]["status"] == "would-conflict"
     old_trial = _state(loop)["trial"]
     (loop["wt"] / "src/util.py").write_text(util(h1=11))
@@ -213,6 +229,7 @@ def test_a_resolution_is_never_judged_by_the_old_trial(loop: dict[str, Any]) -> 
     `f` that 0005 expects) must still be replayed, and 0005 then applies."""
     assert run_carry(*loop["args"], "--onto", "main").code == 1
     assert run_carry(*loop["args"], "--skip").code == 1
+    assert run_carry(*loop["args"], "--continue").code == 1  # makes the worktree
     (loop["wt"] / "src/util.py").write_text(util(h1=12))
     (loop["wt"] / "src/core.py").write_text("def f():\n    return 1\n")
     res = run_carry(*loop["args"], "--continue", "--json")
@@ -228,7 +245,7 @@ def test_abort_after_a_skip_with_the_kept_worktree_leaves_the_repo_identical(
     git(up.path, "update-ref", "-m", "carry rebase demo onto base", "refs/heads/carry/demo/main",
         up.rev("base"))
     before = _snapshot(up.path)
-    assert run_carry(*loop["args"], "--onto", "main").code == 1
+    _resolving(loop)
     (loop["wt"] / "scratch.txt").write_text("a maintainer's notes\n")
     assert run_carry(*loop["args"], "--skip").code == 1
     assert (loop["wt"] / "scratch.txt").exists()  # kept: the worktree was moved, not remade
@@ -243,7 +260,7 @@ def test_a_worktree_left_half_moved_is_moved_again_not_taken(loop: dict[str, Any
     """A kill between the state of the next stop and the worktree's move leaves `ready`
     false: --continue then takes nothing from the worktree (which still holds the last
     stop, here resolved) and moves it to this stop instead."""
-    assert run_carry(*loop["args"], "--onto", "main").code == 1
+    _resolving(loop)
     assert run_carry(*loop["args"], "--skip", "--json").code == 1
     state = _state(loop)
     assert state["ready"] is True  # the kept worktree was moved along, even under --json
@@ -306,6 +323,7 @@ def test_no_syncfs_on_the_conflict_path(loop: dict[str, Any], tmp_path: Path) ->
 
     git(loop["root"].parent, "init", "-q")
     assert spied(*loop["args"], "--onto", "main", "--refresh") == 1
+    assert spied(*loop["args"], "--continue") == 1  # the worktree, made
     (loop["wt"] / "src/util.py").write_text(util(h1=11))
     assert spied(*loop["args"], "--continue") == 1
     (loop["wt"] / "src/core.py").write_text("def f():\n    return 5\n")

@@ -3,9 +3,9 @@ target and onto several, `rebase --refresh`, and `rebase --continue`. After each
 `--abort`, for a rebase that left a state) the refs and the series bytes are the old ones or
 the new ones, never a mix: one target moved and not the other, or a branch moved and the
 series still at its old version. The conflict loop too (F10): a `--skip` that moves the kept
-worktree to the next stop in place, one under `--json` that makes none, and a `--continue`
-that makes the worktree a `--json` stop did not; after each kill the loop still finishes
-with the same trees, and `--abort` leaves the repository as it was.
+worktree to the next stop in place, one with no worktree, and the `--continue` that makes the
+worktree at a stop; after each kill the loop still finishes with the same trees, and
+`--abort` leaves the repository as it was.
 
 The default tier kills each command a few times; the slow tier 50 times each.
 """
@@ -240,10 +240,13 @@ def _loop_campaigns(ctx: dict[str, Any], kills: int,
                        "refs/heads/carry/").split():
             git(up.path, "update-ref", "-d", ref)
 
-    def stopped(*extra: str) -> Callable[[], None]:
+    def stopped(make: bool) -> Callable[[], None]:
+        """Stopped at 0004; with `make`, the worktree asked for (--continue) and there."""
         def reset() -> None:
             clean()
-            assert run_carry(*args, "--onto", "main", *extra).code == 1
+            assert run_carry(*args, "--onto", "main").code == 1
+            if make:
+                assert run_carry(*args, "--continue").code == 1
         return reset
 
     def finished(first: tuple[str, ...]) -> Callable[[], None]:
@@ -257,18 +260,18 @@ def _loop_campaigns(ctx: dict[str, Any], kills: int,
         return settle
 
     out = {}
-    paths = (("--skip, worktree kept", (), ("--skip",), ()),
-             ("--skip --json, no worktree", ("--json",), ("--skip", "--json"), ()),
-             ("--continue makes the worktree", ("--json",), ("--continue",), ("--continue",)))
-    for name, extra, action, first in paths if every else paths[:1]:
-        out[name] = c.run((*args, *action), stopped(*extra), finished(first))
+    paths = (("--skip, worktree kept", True, ("--skip",), ()),
+             ("--skip --json, no worktree", False, ("--skip", "--json"), ()),
+             ("--continue makes the worktree", False, ("--continue",), ("--continue",)))
+    for name, make, action, first in paths if every else paths[:1]:
+        out[name] = c.run((*args, *action), stopped(make), finished(first))
     # and --abort after a kill anywhere in those, back to the repository as it was
     clean()
     before = _snapshot(up.path)
     rng = random.Random(kills)
     for i in range(kills):
-        for extra, action in (((), ("--skip",)), (("--json",), ("--continue",))):
-            stopped(*extra)()
+        for make, action in ((True, ("--skip",)), (False, ("--continue",))):
+            stopped(make)()
             kill_after((*args, *action), 0.4 * (i + rng.random()) / kills)
             assert run_carry(*args, "--abort").code == 0
             assert _snapshot(up.path) == before, f"kill {i} of {action}"

@@ -46,9 +46,10 @@ def rebase(
 ) -> None:
     """Replay the series onto its targets, dropping merged patches.
 
-    No worktree is used unless a patch conflicts; then the rebase stops in a worktree it
-    names (kept from stop to stop), to be resumed with --continue, --skip or --abort. With
-    --json a stop makes no worktree: --skip needs none, and --continue makes it.
+    No worktree is used: a conflict stops the rebase with every later conflict foreseen, to
+    be resumed with --skip (which needs no worktree), --continue or --abort. --continue at a
+    stop with no worktree yet makes it (../REPO.carry/NAME/TARGET) and stays stopped for the
+    resolution; once made, it follows the rebase from stop to stop.
 
     Example: carry rebase my-fix --repo ../vllm --target upstream-main --dry-run
     """
@@ -59,9 +60,7 @@ def rebase(
     from carry.series import locks
     from carry.series import store as series
 
-    # a --json caller wants the outcome: a stop makes no worktree (--continue makes it)
-    opts = rebasemod.Options(onto or [], target or [], branch, refresh, fetch, dry_run, force,
-                             worktree=not json)
+    opts = rebasemod.Options(onto or [], target or [], branch, refresh, fetch, dry_run, force)
     git_repo, root, name = resume.locate(Repo.open(repo), series_dir, name, opts,
                                          continue_, skip, abort)
     with locks.for_rebase(root, name, git_repo, dry_run):

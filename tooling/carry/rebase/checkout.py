@@ -1,7 +1,9 @@
 """The conflict worktree of a stopped rebase (`../REPO.carry/NAME/TARGET`): one per series and
-target, made only when a maintainer is to resolve in it, kept from one stop to the next and
-moved there in place (git writes only the files that differ, as `git cherry-pick --skip`
-does in its one worktree), and removed by `--abort` and by the finish."""
+target, made only when a maintainer asks to resolve in it (`--continue` at a stop that has
+none yet: on a tree of thousands of files a checkout costs seconds, and a loop that skips
+every stop needs none), then kept from one stop to the next and moved there in place (git
+writes only the files that differ, as `git cherry-pick --skip` does in its one worktree),
+and removed by `--abort` and by the finish."""
 
 from __future__ import annotations
 
@@ -18,10 +20,10 @@ from carry.series.store import Series
 
 def stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarget,
          branch: tuple[str, str | None], refresh: bool, done: Replayed,
-         make: bool = True) -> None:
+         make: bool = False) -> None:
     """Save the state first, then put the stop in the conflict worktree it names: the one
-    kept from the last stop is moved here in place, and one is made only when `make` (a
-    maintainer at a terminal, not a --json caller). The state says `ready` only once the
+    kept from the last stop is moved here in place, and one is made only when `make` (the
+    maintainer asked for it with `--continue`). The state says `ready` only once the
     worktree holds this stop, so a kill in between leaves a state whose `--continue` takes
     nothing from a half-moved worktree (it moves it again) and whose `--abort` removes it."""
     step = result.patches[done.stop or 0]

@@ -49,7 +49,6 @@ class Options:
     fetch: bool = False
     dry_run: bool = False
     force: bool = False
-    worktree: bool = True  # make the conflict worktree at a stop (not for a --json caller)
 
 
 @dataclass
@@ -100,7 +99,7 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
             s = r.patches[done.stop]
             r.conflict = Conflict(s.file, s.subject, s.author, done.paths, "")
         elif done.stop is not None:
-            _stop(series, repo, r, t, branches[t.slug], opts.refresh, done, opts.worktree)
+            _stop(series, repo, r, t, branches[t.slug], opts.refresh, done)
         elif not opts.dry_run:
             keep_existing(repo, r, branches[t.slug][1])
             finishing.append((t, r))
@@ -237,8 +236,8 @@ def _put_back(series: Series, repo: Repo, finishing: list[dict[str, Any]]) -> se
     return set(updates)
 
 
-def resume(series: Series, repo: Repo, action: str, which: Sequence[str] = (),
-           worktree: bool = True) -> list[TargetResult]:
+def resume(series: Series, repo: Repo, action: str,
+           which: Sequence[str] = ()) -> list[TargetResult]:
     """`--continue` or `--skip` on the stopped target(s). A skip (or a resolution that adds
     nothing) takes the forecast's trial up to the next stop, merging nothing; a resolution
     replays the rest. `--continue` with no worktree yet makes it and stays stopped: there is
@@ -264,7 +263,7 @@ def resume(series: Series, repo: Repo, action: str, which: Sequence[str] = (),
         step, trial = steps[pos], st.trial(state)
         if action == "continue" and not st.ready(state):
             _stop(series, repo, result, t, branch, refresh,
-                  Replayed(result, pos, state["paths"], head, trial))
+                  Replayed(result, pos, state["paths"], head, trial), make=True)
             return [result]
         if action == "skip":
             step.status, step.reason = "skipped", "left out with --skip"
@@ -274,7 +273,7 @@ def resume(series: Series, repo: Repo, action: str, which: Sequence[str] = (),
         taken = trialmod.take(repo, steps, trial, pos, head, t.sha) if trial else None
         if taken is not None and taken[1] is not None:
             _stop(series, repo, result, t, branch, refresh,
-                  Replayed(result, taken[1], taken[2], taken[0], trial), worktree)
+                  Replayed(result, taken[1], taken[2], taken[0], trial))
             return [result]
         for later in steps[pos + 1:] if taken is None else ():
             if later.status == "would-conflict":  # a forecast: replayed for real now
@@ -290,7 +289,7 @@ def resume(series: Series, repo: Repo, action: str, which: Sequence[str] = (),
             if stop is not None:
                 trial = forecast(repo, steps, stop, head, committer)
                 _stop(series, repo, result, t, branch, refresh,
-                      Replayed(result, stop, paths, head, trial), worktree)
+                      Replayed(result, stop, paths, head, trial))
                 return [result]
         if state["worktree"]:
             _remove_worktree(repo, Path(state["worktree"]))
@@ -368,7 +367,7 @@ def command(series: Series, repo: Repo, opts: Options, continue_: bool = False,
     with atomic.own_files_only():  # a conflict worktree's files need not reach the disk
         if abort_:
             return abort(series, repo, which)
-        return resume(series, repo, "skip" if skip else "continue", which, opts.worktree)
+        return resume(series, repo, "skip" if skip else "continue", which)
 
 
 def exit_code(results: Sequence[TargetResult] | Sequence[Aborted]) -> int:

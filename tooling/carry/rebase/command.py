@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from carry.base import atomic, scratch
 from carry.base.errors import CarryError
@@ -25,7 +25,6 @@ from carry.rebase import trial as trialmod
 from carry.rebase.checkout import remove as _remove_worktree
 from carry.rebase.checkout import stop as _stop
 from carry.replay import targets as targetmod
-from carry.replay.chain import Carried, load_chain
 from carry.replay.engine import (
     Conflict,
     Replayed,
@@ -38,6 +37,9 @@ from carry.replay.resolution import take_resolution
 from carry.replay.reuse import keep_existing
 from carry.replay.targets import ResolvedTarget
 from carry.series.store import Series
+
+if TYPE_CHECKING:
+    from carry.replay.chain import Carried
 
 
 @dataclass
@@ -83,6 +85,8 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
                              f"in {repo.path}", hint="carry rebase --continue, --skip or --abort")
     branches = {t.slug: repo.claim_branch(opts.branch or f"carry/{series.name}/{t.slug}",
                                           opts.force) for t in tlist}
+    from carry.replay.chain import load_chain  # not on a resume's path
+
     base, carried = load_chain(series, repo)
     committer = repo.committer_ident()
     results, finishing = [], []

@@ -9,17 +9,18 @@ user's branches, `validate` only needs the rebased tree.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from carry.git import Ident, Repo
-from carry.replay.chain import Carried, load_chain
-from carry.replay.drops import Drop, find_drops
 from carry.replay.runs import PatchResult as PatchResult
 from carry.replay.runs import run_steps as run_steps
 from carry.replay.targets import ResolvedTarget
 from carry.series.store import Series
+
+if TYPE_CHECKING:  # loaded where a replay starts, not by a `--skip` that only reads results
+    from carry.replay.chain import Carried
+    from carry.replay.drops import Drop
 
 
 @dataclass
@@ -102,6 +103,10 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
     other core. Most rebases drop nothing and are done when both finish; otherwise the steps
     before the first dropped patch are kept (the same inputs give the same commits) and the
     rest is replayed again."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from carry.replay.drops import find_drops
+
     detector = repo.fork()
     m = series.manifest
     try:
@@ -137,6 +142,8 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
 def replay(series: Series, repo: Repo, onto: str) -> TargetResult:
     """Replay the series onto `onto` and return the outcome, writing no user ref, no state
     and no worktree: for callers (validation) that only need the rebased tree."""
+    from carry.replay.chain import load_chain
+
     base, carried = load_chain(series, repo)
     target = ResolvedTarget(onto, onto, repo.rev_parse(onto))
     done = replay_target(series, repo, base, carried, target, repo.committer_ident())

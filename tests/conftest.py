@@ -40,6 +40,7 @@ def _git_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "committer@example.com")
     monkeypatch.setenv("GIT_PAGER", "cat")
     monkeypatch.delenv("CARRY_SERIES_DIR", raising=False)
+    monkeypatch.delenv("CARRY_REPO", raising=False)
     monkeypatch.delenv("GIT_DIR", raising=False)
     monkeypatch.delenv("GIT_WORK_TREE", raising=False)
 

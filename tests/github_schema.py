@@ -37,6 +37,7 @@ ENDPOINTS: dict[str, tuple[str | None, str, bool]] = {
     "post_comments": ("ReposOwnerRepoIssuesIssueNumberCommentsPostBody", "IssueComment", False),
     "post_labels": ("ReposOwnerRepoIssuesIssueNumberLabelsPostBodyOneof0", "Label", True),
     "get_comment": (None, "IssueComment", False),
+    "get_repo_comments": (None, "IssueComment", True),
     "get_issue_events": (None, "StateChangeIssueEvent", True),
     "delete_comment": (None, "", False),
 }
@@ -110,7 +111,30 @@ def _nested(annotation: Any) -> list[Any]:
     return []
 
 
+# GraphQL has no OpenAPI model: the one query carry sends is checked against GitHub's GraphQL
+# schema by hand (`viewer: User!`, `User.login: String!`; a request is `query` + `variables`).
+GRAPHQL = "post_graphql"
+
+
+def _graphql(what: str, data: Any) -> list[str]:
+    if not isinstance(data, dict):
+        return [f"a GraphQL {what} is an object"]
+    if what == "request":
+        ok = isinstance(data.get("query"), str) and isinstance(data.get("variables", {}), dict)
+        extra = set(data) - {"query", "variables", "operationName"}
+        return [] if ok and not extra else ["a GraphQL request is {query, variables}"]
+    if set(data) == {"errors"}:
+        return [] if isinstance(data["errors"], list) and all(
+            isinstance(e, dict) and isinstance(e.get("message"), str)
+            for e in data["errors"]) else ["GraphQL errors are a list of {message}"]
+    viewer = data.get("data", {}).get("viewer") if isinstance(data.get("data"), dict) else None
+    return [] if set(data) == {"data"} and isinstance(viewer, dict) and set(viewer) == {
+        "login"} and isinstance(viewer["login"], str) else ["not {data: {viewer: {login}}}"]
+
+
 def check_request(endpoint: str, body: Any) -> list[Violation]:
+    if endpoint == GRAPHQL:
+        return [Violation(endpoint, "request", p) for p in _graphql("request", body)]
     request, _, _ = ENDPOINTS.get(endpoint, (None, "", False))
     if endpoint == "post_labels" and isinstance(body, list):  # GitHub's oneOf: ["name", ...]
         return [] if all(isinstance(x, str) for x in body) else [
@@ -125,6 +149,8 @@ def check_response(endpoint: str, status: int, payload: Any) -> list[Violation]:
     if status >= 400:
         name = "ValidationError" if status == 422 else "BasicError"
         return [Violation(endpoint, "response", p) for p in problems(name, payload)]
+    if endpoint == GRAPHQL:
+        return [Violation(endpoint, "response", p) for p in _graphql("response", payload)]
     if endpoint not in ENDPOINTS:
         return [Violation(endpoint, "response", "no GitHub model is named for this endpoint")]
     _, response, many = ENDPOINTS[endpoint]

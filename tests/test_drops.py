@@ -119,7 +119,7 @@ def test_provenance_squash_merge_drops_mapped_patches(upstream: CommitBuilder,
 def test_a_pr_number_matches_only_prs_of_the_upstream_repository(
         upstream: CommitBuilder, make_series: MakeSeries) -> None:
     """`(#123)` at the end of an upstream subject names upstream's PR #123, not the fork's:
-    provenance for `my-fork/vllm#123` must not drop anything on it (F8 #11)."""
+    provenance for `my-fork/vllm#123` must not drop anything on it."""
     from carry.series.store import Repository
 
     _series(upstream, ["Keep state below boundary"], [{"src/util.py": util(h2=22)}])

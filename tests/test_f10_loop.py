@@ -328,7 +328,8 @@ def test_no_syncfs_on_the_conflict_path(loop: dict[str, Any], tmp_path: Path) ->
     assert spied(*loop["args"], "--continue") == 1
     (loop["wt"] / "src/core.py").write_text("def f():\n    return 5\n")
     assert spied(*loop["args"], "--continue") == 0
-    assert (loop["root"] / "demo" / "series.toml").read_text().count("[[changelog]]") == 2
+    assert "conflicts resolved in 0002, 0005" in (loop["root"] / "demo" / "series.toml"
+                                                   ).read_text()  # the refresh was written
     assert not log.exists() or log.read_text() == ""
     assert spied("import", "again", "--repo", str(loop["up"].path), "--branch", "feature",
                  "--base", "base", "--series-dir", str(loop["root"])) == 0

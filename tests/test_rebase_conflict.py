@@ -159,12 +159,14 @@ def test_continue_then_second_conflict_then_refresh(stopped: dict[str, Any]) -> 
     res = run_carry(*stopped["args"], "--continue")
     assert res.code == 1 and "CONFLICT in 0003-Three.patch" in res.out
     state = json.loads((up.path / ".git/carry/rebase/demo/main.json").read_text())
-    assert state["position"] == 2 and state["refresh"] == 1  # the version the refresh starts from
+    # the version the refresh starts from: v2, which recorded the resolution of 0002
+    assert state["position"] == 2 and state["refresh"] == 2
     (Path(state["worktree"]) / "src/core.py").write_text("def f():\n    return 33\n")
     res = run_carry(*stopped["args"], "--continue")
     assert res.code == 0, res.err
     s = seriesmod.find(stopped["root"], "demo")
-    assert s.manifest.version == 2 and s.manifest.base.commit == up.rev("main")
+    # v2 and v3 recorded the two resolutions, v4 is the refresh
+    assert s.manifest.version == 4 and s.manifest.base.commit == up.rev("main")
     assert "conflicts resolved in 0002, 0003" in s.manifest.changelog[-1].summary
     assert [p.name for p in s.patches()] == ["0001-One.patch", "0002-Two-h10.patch",
                                               "0003-Three.patch"]

@@ -29,3 +29,13 @@ class ValidationFailed(CarryError):
     """The test plan ran and something failed."""
 
     exit_code = 1
+
+
+class MissingRef(CarryError):
+    """A revision, ref or remote is not in the repository carry read. `repo` names that
+    repository, so that the command can add, when it was plainly not the user's clone of
+    upstream, that `--repo PATH` names it: fetching or adding remotes there would not help."""
+
+    def __init__(self, message: str, repo: str, hint: str | None = None) -> None:
+        super().__init__(message, hint)
+        self.repo = repo

@@ -18,6 +18,7 @@ TOKEN_VARS = ("GH_TOKEN", "GITHUB_TOKEN")
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"<>]+@")
 _MIN_SECRET = 6  # shorter values would mask ordinary words; no real token is that short
 _secrets: set[str] = set()
+_names: set[str] = set(TOKEN_VARS)  # environment variables carry reads a token from
 
 
 def register(value: str) -> None:
@@ -28,8 +29,17 @@ def register(value: str) -> None:
 
 
 def register_env(*names: str) -> None:
+    """The tokens in these variables (and $GH_TOKEN, $GITHUB_TOKEN): masked in text, and the
+    variables kept from the code carry does not trust (`childenv.untrusted_env`)."""
     for name in (*TOKEN_VARS, *names):
+        _names.add(name)
         register(os.environ.get(name, ""))
+
+
+def credential(name: str, value: str) -> bool:
+    """Whether an environment variable holds a credential: one carry reads a token from, or
+    one whose value holds a token carry has seen."""
+    return name in _names or any(secret in value for secret in _secrets)
 
 
 def scrub(text: str) -> str:

@@ -33,7 +33,9 @@ Json = Annotated[bool, typer.Option("--json", help="Print one JSON document on s
 SeriesDir = Annotated[
     Optional[Path],  # noqa: UP045 - typer needs Optional here
     typer.Option("--series-dir", envvar="CARRY_SERIES_DIR", show_envvar=True,
-                 help="Where the series live (default: series/ of this checkout)."),
+                 help="Where the series live (default: the nearest series/ from here up to "
+                      "the top of this git checkout; else series/ beside the checkout, or "
+                      "that of the one sibling checkout that has one)."),
 ]
 def _name(value: str | None) -> str | None:
     """Names are checked where they are parsed: a bad one never reaches a path."""
@@ -41,6 +43,16 @@ def _name(value: str | None) -> str | None:
 
     try:
         return value if value is None else check_name(value)
+    except CarryError as exc:
+        raise typer.BadParameter(exc.line()) from None
+
+
+def _remote(value: str | None) -> str | None:
+    """A remote is never an option: `--remote --upload-pack=CMD` would run CMD."""
+    from carry.git import check_remote
+
+    try:
+        return value if value is None else check_remote(value)
     except CarryError as exc:
         raise typer.BadParameter(exc.line()) from None
 
@@ -54,7 +66,11 @@ def _branch(value: str | None) -> str | None:
 
 Name = Annotated[str, typer.Argument(callback=_name,
                                      help="The series name, a directory under series/.")]
-RepoPath = Annotated[str, typer.Option("--repo", help="Path of the git repository to work in.")]
+REPO_RULE = ("default: the git checkout of the current directory, when it defines a remote "
+             "the manifest names")
+RepoPath = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--repo", envvar="CARRY_REPO", show_envvar=True, metavar="PATH",
+    help=f"Your clone of upstream, to work in ({REPO_RULE}).")]
 Engine = Annotated[str, typer.Option(help="Where to run: docker, podman or local.")]
 ForgeRepo = Annotated[str, typer.Option("--forge-repo",
                                          help="The GitHub repository, owner/name.")]
@@ -96,6 +112,15 @@ def _root(series_dir: Path | None) -> Path:
     from carry.series.store import series_dir as locate
 
     return locate(series_dir)
+
+
+def _repo(repo: str | None, root: Path, *names: str) -> str:
+    """--repo by the one rule of `cli.where`, for a command that needs a repository."""
+    from carry.cli.where import repo_path
+
+    found = repo_path(repo, root, names)
+    assert found is not None  # needed: repo_path raises rather than give none
+    return found
 
 
 def grouped(param: str, flags: Callable[..., object]) -> Callable[[Command], Command]:

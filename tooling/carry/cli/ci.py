@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from carry.base.errors import CarryError
 from carry.cli.app import (
     ApiUrl,
     Engine,
@@ -21,10 +20,14 @@ from carry.cli.app import (
     RepoPath,
     SeriesDir,
     TokenEnv,
+    _remote,
+    _repo,
     _root,
     app,
     grouped,
 )
+from carry.job.ledger import DEFAULT as LEDGER
+from carry.publish.github import DEFAULT_MAX_WAIT as MAX_WAIT
 
 if TYPE_CHECKING:
     from carry.job.cells import Options as JobOptions
@@ -51,6 +54,7 @@ LoopRepo = Annotated[Optional[str], typer.Option(  # noqa: UP045
 PrBase = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--base", help="The PR's base branch (default: the fork's branch, else main).")]
 Remote = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    callback=_remote,
     help="The git remote for the refreshed branch (default: the fork's remote, else origin).")]
 
 
@@ -63,7 +67,7 @@ def _job_flags(
     """How a job runs, declared once for `carry ci` and `carry ci run` (see cli.grouped)."""
     from carry.job import cells as job
 
-    return job.Options(engine, python, fetch, out)
+    return job.Options(engine=engine, python=python, fetch=fetch, out=out)
 
 
 def _loop_flags(
@@ -75,13 +79,17 @@ def _loop_flags(
     remote: Remote = None,
     api_url: ApiUrl = None,
     token_env: TokenEnv = None,
-    max_wait: MaxWait = 60.0,
+    max_wait: MaxWait = MAX_WAIT,
 ) -> LoopOptions:
     """The loop's flags, declared once for `carry ci`, `carry ci run` and `carry ci loop`."""
+    from carry.base import redact
     from carry.job import loop
 
-    return loop.Options(open_pr, track_issues, dry_run, forge_repo, base, remote, api_url,
-                        token_env, max_wait)
+    if token_env:
+        redact.register_env(token_env)  # masked, and kept from the target's code
+    return loop.Options(open_pr=open_pr, track_issues=track_issues, dry_run=dry_run,
+                        forge_repo=forge_repo, base=base, remote=remote, api_url=api_url,
+                        token_env=token_env, max_wait=max_wait)
 
 
 @ci_app.callback(invoke_without_command=True)
@@ -90,8 +98,7 @@ def _loop_flags(
 def ci_job(
     ctx: typer.Context,
     *,
-    repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--repo", help="Path of the git repository to work in.")] = None,
+    repo: RepoPath = None,
     names: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         "--series", help="A series to check; repeat. Default: every imported series.")] = None,
     target: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
@@ -112,22 +119,22 @@ def ci_job(
     """
     if ctx.invoked_subcommand:
         return
-    from carry.cli import views
+    from carry.cli import reports
     from carry.git import Repo
     from carry.job import cells as jobmod
 
-    if repo is None:
-        raise CarryError("carry ci needs --repo PATH", hint="carry ci --help")
-    result = jobmod.run(_root(series_dir), names or [], Repo.open(repo), target or [],
+    root = _root(series_dir)
+    result = jobmod.run(root, names or [], Repo.open(_repo(repo, root, *(names or []))),
+                        target or [],
                         onto or [], job, loop)
-    views.show_job(result, json)
+    reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
 
 
 @ci_app.command("matrix")
 def ci_matrix(
-    repo: RepoPath,
-    ledger: Ledger = Path("carry-ledger.json"),
+    repo: RepoPath = None,
+    ledger: Ledger = LEDGER,
     force: Annotated[bool, typer.Option(help="List cells the ledger holds too.")] = False,
     series_dir: SeriesDir = None,
 ) -> None:
@@ -141,7 +148,8 @@ def ci_matrix(
     from carry.git import Repo
     from carry.job import cells as job
 
-    views.show_matrix(*job.matrix(_root(series_dir), Repo.open(repo), ledger, force))
+    root = _root(series_dir)
+    views.show_matrix(*job.matrix(root, Repo.open(_repo(repo, root)), ledger, force))
 
 
 @ci_app.command("run")
@@ -150,10 +158,10 @@ def ci_matrix(
 def ci_run(
     name: Name,
     target_name: Annotated[str, typer.Argument(metavar="TARGET", help="A manifest target.")],
-    repo: RepoPath,
+    repo: RepoPath = None,
     ref: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="The tag or branch the cell checks (a tag target needs it).")] = None,
-    ledger: Ledger = Path("carry-ledger.json"),
+    ledger: Ledger = LEDGER,
     force: Annotated[bool, typer.Option(help="Run even if the ledger holds it.")] = False,
     *,
     job: JobOptions,
@@ -169,13 +177,14 @@ def ci_run(
     Example: carry ci run mamba-sparse-retention upstream-release --ref v0.34.0 --repo ../vllm
     --open-pr --track-issues
     """
-    from carry.cli import views
+    from carry.cli import reports
     from carry.git import Repo
     from carry.job import cells as jobmod
 
-    result = jobmod.run_cell(_root(series_dir), name, target_name, ref, Repo.open(repo), job,
-                             ledger, force, loop)
-    views.show_job(result, json)
+    root = _root(series_dir)
+    result = jobmod.run_cell(root, name, target_name, ref, Repo.open(_repo(repo, root, name)),
+                             job, ledger, force, loop)
+    reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
 
 
@@ -183,7 +192,7 @@ def ci_run(
 @grouped("loop", _loop_flags)
 def ci_loop(
     summaries: Annotated[list[Path], typer.Argument(help="summary.json files of the cells.")],
-    repo: RepoPath,
+    repo: RepoPath = None,
     out: Out = Path("carry-out"),
     *,
     loop: LoopOptions,
@@ -196,19 +205,20 @@ def ci_loop(
 
     Example: carry ci loop cells/*/carry-out/summary.json --repo ../vllm --open-pr --track-issues
     """
-    from carry.cli import views
+    from carry.cli import reports
     from carry.git import Repo
     from carry.job import cells as job
 
-    result = job.loop_from(_root(series_dir), Repo.open(repo), summaries, out, loop)
-    views.show_job(result, json)
+    root = _root(series_dir)
+    result = job.loop_from(root, Repo.open(_repo(repo, root)), summaries, out, loop)
+    reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
 
 
 @ci_app.command("merge-ledger")
 def ci_merge_ledger(
     others: Annotated[list[Path], typer.Argument(help="Ledgers written by matrix cells.")],
-    ledger: Ledger = Path("carry-ledger.json"),
+    ledger: Ledger = LEDGER,
 ) -> None:
     """Fold the cells' ledgers into one.
 
@@ -223,14 +233,14 @@ def ci_merge_ledger(
 @app.command()
 def releases(
     name: Name,
-    repo: RepoPath,
+    repo: RepoPath = None,
     index_url: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="PEP 691 index (default: PIP_INDEX_URL, then pip's configuration).")] = None,
     package: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="The package on the index (default: the manifest's [upstream].package).")] = None,
     since: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="Only versions after this one (default: after the last validated).")] = None,
-    ledger: Ledger = Path("carry-ledger.json"),
+    ledger: Ledger = LEDGER,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
@@ -246,7 +256,9 @@ def releases(
     from carry.job import releases as rel
     from carry.series import store as series
 
-    s = series.find(_root(series_dir), name)
-    views.show_releases(rel.run(s, Repo.open(repo), ledger, index_url, package, since), json)
+    root = _root(series_dir)
+    s = series.find(root, name)
+    git_repo = Repo.open(_repo(repo, root, name))
+    views.show_releases(rel.run(s, git_repo, ledger, index_url, package, since), json)
 
 

@@ -8,11 +8,13 @@ from typing import Annotated, Optional
 import typer
 
 from carry.cli.app import (
+    REPO_RULE,
     Json,
     Name,
     RepoPath,
     SeriesDir,
     _branch,
+    _repo,
     _root,
     app,
 )
@@ -21,12 +23,15 @@ from carry.cli.app import (
 @app.command("import")
 def import_(
     name: Name,
-    repo: Annotated[str, typer.Option("--repo", help="Path or URL of the repository to read.")],
+    repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--repo", envvar="CARRY_REPO", show_envvar=True, metavar="PATH_OR_URL",
+        help=f"Path or URL of the repository to read ({REPO_RULE}).")] = None,
     range_: Annotated[Optional[str], typer.Option("--range", help="BASE..HEAD")] = None,  # noqa: UP045
     branch: Annotated[Optional[str], typer.Option(callback=_branch, help="Import merge-base(--base, BRANCH)..BRANCH.")] = None,  # noqa: UP045,E501
     pr: Annotated[Optional[int], typer.Option(help="Import refs/pull/N/head against --base.")] = None,  # noqa: UP045,E501
     base: Annotated[Optional[str], typer.Option(help="The base ref (default: the manifest's).")] = None,  # noqa: UP045,E501
     title: Annotated[Optional[str], typer.Option(help="Title for a new series.")] = None,  # noqa: UP045
+    force: Annotated[bool, typer.Option(help="Import even patches that go back to an older version.")] = False,  # noqa: E501
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
@@ -34,14 +39,19 @@ def import_(
 
     The commits go into series/NAME as git format-patch files; the same commits again change
     no byte. A series that does not exist yet gets a bare manifest (`carry init` makes a full
-    one).
+    one). A branch that merged upstream becomes a linear series on the last upstream it
+    merged, keeping what the merges resolved. Patches that are an older version's (a range
+    imported before a `rebase --refresh`), or that change a patch a recorded resolution names,
+    are refused unless --force.
 
     Example: carry import my-fix --repo ../vllm --range upstream/main..my-branch
     """
     from carry.cli import views
     from carry.intake import importer
 
-    result = importer.run(_root(series_dir), name, repo, range_, branch, pr, base, title)
+    root = _root(series_dir)
+    result = importer.run(root, name, _repo(repo, root, name), range_, branch, pr, base, title,
+                          force=force)
     views.show_import(result, json)
 
 
@@ -50,12 +60,17 @@ def check(
     name: Name,
     against_repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--against-repo", help="Also compare every patch with its original commit here.")] = None,
+    dco: Annotated[bool, typer.Option(
+        "--dco", help="Also check DCO as vLLM does: every patch has a Signed-off-by with its "
+                      "author's email (a policy exception does not excuse it).")] = False,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
     """Audit authors, dates and trailers against the policy.
 
-    Example: carry check my-fix --against-repo ../vllm
+    Exit 1 on a violation (with --dco, also a patch without its author's sign-off).
+
+    Example: carry check my-fix --against-repo ../vllm --dco
     """
     from carry.cli import views
     from carry.git import Repo
@@ -63,7 +78,7 @@ def check(
     from carry.series import store as series
 
     report = checkmod.run(series.find(_root(series_dir), name),
-                          Repo.open(against_repo) if against_repo else None)
+                          Repo.open(against_repo) if against_repo else None, dco=dco)
     views.show_check(report, json)
     raise typer.Exit(report.exit_code)
 
@@ -71,10 +86,10 @@ def check(
 @app.command()
 def apply(
     name: Name,
-    repo: RepoPath,
     onto: Annotated[str, typer.Option(help="Commit, branch or tag to build on.")],
     branch: Annotated[str, typer.Option(callback=_branch,
                                         help="Branch to create with the result.")],
+    repo: RepoPath = None,
     force: Annotated[bool, typer.Option(help="Move BRANCH if it already exists.")] = False,
     series_dir: SeriesDir = None,
     json: Json = False,
@@ -90,6 +105,8 @@ def apply(
     from carry.intake import apply as applymod
     from carry.series import store as series
 
-    result = applymod.run(series.find(_root(series_dir), name), Repo.open(repo), onto, branch,
+    root = _root(series_dir)
+    found = series.find(root, name)
+    result = applymod.run(found, Repo.open(_repo(repo, root, name)), onto, branch,
                           force, progress=None if json else render.progress("applying"))
     views.show_apply(result, json)

@@ -9,12 +9,13 @@ import sys
 
 import typer
 
-from carry.base.errors import CarryError
+from carry.base.errors import CarryError, MissingRef
 from carry.cli.app import app
 
 # Each command module registers its commands on `app` when imported, in this order, which is
 # the order `carry --help` lists them in.
-COMMAND_MODULES = ("intake", "rebase", "validate", "publish", "ci", "start", "series")
+COMMAND_MODULES = ("intake", "trailers", "rebase", "validate", "publish", "ci", "start",
+                   "series")
 for _module in COMMAND_MODULES:
     importlib.import_module(f"carry.cli.{_module}")
 
@@ -38,6 +39,13 @@ def _only_the_command_run(args: list[str]) -> None:
 
 
 def _fail(exc: CarryError) -> None:
+    if isinstance(exc, MissingRef):  # read from the wrong repository? say --repo
+        import contextlib
+
+        from carry.cli import where
+
+        with contextlib.suppress(CarryError):
+            where.explain(exc)
     print(f"carry: error: {exc.line()}", file=sys.stderr)
     if "--json" in sys.argv[1:]:  # a script reading stdout gets the error there too
         import json

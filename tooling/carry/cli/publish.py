@@ -20,10 +20,13 @@ from carry.cli.app import (
     SeriesDir,
     TokenEnv,
     _branch,
+    _remote,
+    _repo,
     _root,
     app,
     grouped,
 )
+from carry.publish.github import DEFAULT_MAX_WAIT
 
 if TYPE_CHECKING:
     from carry.publish.github import Access
@@ -31,10 +34,13 @@ else:
     Access = object  # PyGithub is imported when a command runs (cli.grouped)
 
 def _access(api_url: ApiUrl = None, token_env: TokenEnv = None,
-            max_wait: MaxWait = 60.0) -> Access:
+            max_wait: MaxWait = DEFAULT_MAX_WAIT) -> Access:
     """How to reach GitHub, declared once for pr and supersede (see cli.grouped)."""
+    from carry.base import redact
     from carry.publish.github import Access
 
+    if token_env:
+        redact.register_env(token_env)  # masked, and kept from the target's code
     return Access(api_url, token_env, max_wait)
 
 
@@ -43,12 +49,13 @@ def _access(api_url: ApiUrl = None, token_env: TokenEnv = None,
 def pr(
     names: Annotated[list[str], typer.Argument(metavar="NAME...",
                                                help="One series, or several to consolidate.")],
-    repo: RepoPath,
     branch: Annotated[str, typer.Option(callback=_branch,
                                         help="The branch that carries the series.")],
     forge_repo: ForgeRepo,
     base: Annotated[str, typer.Option(help="The branch the PR targets.")],
-    remote: Annotated[str, typer.Option(help="The git remote to push to.")] = "origin",
+    repo: RepoPath = None,
+    remote: Annotated[str, typer.Option(callback=_remote,
+                                        help="The git remote to push to.")] = "origin",
     validation: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         help="A `carry validate --json` report of this tree; once per series "
         "(default: each series' last validation of this tree).")] = None,
@@ -57,6 +64,9 @@ def pr(
     title: Annotated[Optional[str], typer.Option(help="PR title.")] = None,  # noqa: UP045
     draft: Annotated[bool, typer.Option("--draft/--ready", help="Open as a draft.")] = True,
     force: Annotated[bool, typer.Option(help="Open even if patches are missing.")] = False,
+    allow_no_dco: Annotated[bool, typer.Option(
+        "--allow-no-dco", help="Open a PR to the manifest's upstream even though a patch "
+                               "lacks its author's Signed-off-by (DCO).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Render, push nothing.")] = False,
     *,
     access: Access,
@@ -68,16 +78,18 @@ def pr(
     Example: carry pr my-fix --repo ../vllm --branch carry/my-fix/upstream-main
     --forge-repo me/vllm --base main --dry-run
     """
-    from carry.cli import views
+    from carry.cli import reports
     from carry.git import Repo
     from carry.publish import pr as prmod
     from carry.series import store as series
 
     root = _root(series_dir)
-    result = prmod.run([series.find(root, n) for n in names], Repo.open(repo), branch, remote,
-                       base, forge_repo, validation, draft, dry_run,
-                       access, title, force, allow_failed)
-    views.show_pr(result, json)
+    found = [series.find(root, n) for n in names]
+    result = prmod.run(found, Repo.open(_repo(repo, root, *names)), prmod.Request(
+        branch=branch, remote=remote, base=base, forge_repo=forge_repo, access=access,
+        report_path=validation, draft=draft, dry_run=dry_run, title=title, force=force,
+        allow_failed=allow_failed, allow_no_dco=allow_no_dco))
+    reports.show_pr(result, json)
 
 
 @app.command()
@@ -88,7 +100,8 @@ def supersede(
     forge_repo: ForgeRepo,
     repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="A local clone, to compare PR commits by patch-id.")] = None,
-    remote: Annotated[str, typer.Option(help="Remote of --repo that has refs/pull/*.")] = "origin",
+    remote: Annotated[str, typer.Option(
+        callback=_remote, help="Remote of --repo that has refs/pull/*.")] = "origin",
     base: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="The base branch both PRs must target (default: that of --by).")] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Comment and close (default: dry run).")] = False,  # noqa: E501
@@ -110,12 +123,13 @@ def supersede(
 
     Example: carry supersede my-fix --by 669 --forge-repo me/vllm --repo ../vllm --when-merged
     """
-    from carry.cli import views
+    from carry.cli import reports
     from carry.git import Repo
     from carry.publish import supersede as supmod
     from carry.series import store as series
 
     result = supmod.run(series.find(_root(series_dir), name), forge_repo, by,
                         Repo.open(repo) if repo else None, remote, base,
-                        supmod.Options(apply, when_merged, label, include_origin), access)
-    views.show_supersede(result, json)
+                        supmod.Options(apply=apply, when_merged=when_merged, label=label,
+                                       include_origin=include_origin), access)
+    reports.show_supersede(result, json)

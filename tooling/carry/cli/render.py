@@ -3,27 +3,14 @@ progress on stderr."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import sys
 from collections.abc import Callable
 from typing import Any
 
-
-def to_data(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        data = {f.name: to_data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-        for name in getattr(obj, "json_extra", ()):
-            data[name] = to_data(getattr(obj, name))
-        return data
-    if isinstance(obj, dict):
-        return {str(k): to_data(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [to_data(v) for v in obj]
-    if hasattr(obj, "__fspath__"):
-        return str(obj)
-    return obj
+from carry.base import notes
+from carry.base.data import to_data
 
 
 def emit_json(obj: Any) -> None:
@@ -78,9 +65,7 @@ def human_date(raw: str) -> str:
     return when.strftime("%Y-%m-%d %H:%M ") + tz
 
 
-def warn(text: str) -> None:
-    """A note for the user that is not the result: stderr, so stdout stays parseable."""
-    sys.stderr.write(f"carry: note: {text}\n")
+warn = notes.warn
 
 
 # What rich dropped from a printed line before plain lines stopped going through it: bell,

@@ -13,6 +13,7 @@ from carry.cli.app import (
     Python,
     RepoPath,
     SeriesDir,
+    _repo,
     _root,
     app,
 )
@@ -21,7 +22,7 @@ from carry.cli.app import (
 @app.command()
 def validate(
     name: Name,
-    repo: RepoPath,
+    repo: RepoPath = None,
     onto: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="Build the series on this commit, branch or tag, then validate the result.")] = None,
     commit: Annotated[Optional[str], typer.Option(  # noqa: UP045
@@ -45,14 +46,16 @@ def validate(
 
     Example: carry validate my-fix --repo ../vllm --onto upstream/main --engine local --baseline
     """
-    from carry.cli import render, views
+    from carry.cli import render, reports
     from carry.git import Repo
     from carry.series import store as series
     from carry.validate import run as validate_run
 
-    report = validate_run.run(series.find(_root(series_dir), name), Repo.open(repo), onto, commit,
+    root = _root(series_dir)
+    found = series.find(root, name)
+    report = validate_run.run(found, Repo.open(_repo(repo, root, name)), onto, commit,
                               engine, python, baseline, not no_cache,
                               progress=None if json else render.progress("validating"),
                               allow_no_tests=allow_no_tests)
-    views.show_validate(report, json)
+    reports.show_validate(report, json)
     raise typer.Exit(report.exit_code)

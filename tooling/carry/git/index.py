@@ -14,7 +14,7 @@ from pathlib import Path
 
 from carry.base import scratch
 from carry.git import indexfile
-from carry.git.base import INDEX_PREFIX, GitError
+from carry.git.base import EOO, INDEX_PREFIX, GitError
 from carry.git.objects import Entry
 from carry.git.trees import Trees
 
@@ -40,7 +40,7 @@ class Index(Trees):
         env = {"GIT_INDEX_FILE": name}
         try:
             if tree:
-                self._run("read-tree", tree, env=env)
+                self._run("read-tree", EOO, tree, env=env)
             yield env
         finally:
             for suffix in ("", ".lock"):

@@ -154,11 +154,29 @@ def _patch_ids(repo: Repo, plist: list[patchmod.Patch], commits: list[str]) -> d
            if pid}
     if commits:
         # The diff options of the import, so that only real changes give other ids.
-        ids.update({commit: pid for pid, commit in repo.log_patch_ids(["--no-walk", *commits])})
+        ids.update({commit: pid for pid, commit in repo.log_patch_ids(commits, no_walk=True)})
     return ids
 
 
-def run(series: Series, against: Repo | None = None) -> CheckReport:
+def dco_findings(series: Series, reports: list[PatchReport]) -> list[Finding]:
+    """`--dco`: a violation on each patch without its author's sign-off, and one line for
+    the series that names them with their authors (who alone can sign)."""
+    from carry.series import dco
+
+    gaps = dco.unsigned(series)
+    by_number = {r.number: r for r in reports}
+    for u in gaps:
+        why = f" (policy exception: {u.exception})" if u.exception else ""
+        by_number[u.number].findings.append(Finding(
+            "violation", f"DCO: no Signed-off-by from its author {u.author} <{u.email}>{why}"))
+    if not gaps:
+        return [Finding("note", "DCO: every patch is signed off by its author")]
+    return [Finding("violation", f"DCO: {len(gaps)} patch(es) lack their author's sign-off: "
+                    + ", ".join(u.who() for u in gaps)
+                    + "; each author signs their own: carry trailers NAME --signoff")]
+
+
+def run(series: Series, against: Repo | None = None, dco: bool = False) -> CheckReport:
     m = series.manifest
     policy: dict[str, object] = {
         "required": m.policy.required,
@@ -200,6 +218,8 @@ def run(series: Series, against: Repo | None = None) -> CheckReport:
         for patch in loaded:
             by_number[patch.number].findings += against_repo(patch, against, ids,
                                                              targets[patch.number])
-    bad = any(not r.ok for r in reports)
+    if dco:
+        findings += dco_findings(series, reports)
+    bad = any(not r.ok for r in reports) or any(f.kind == "violation" for f in findings)
     return CheckReport(m.name, m.version, "violations" if bad else "ok", policy, reports,
                        expected, findings)

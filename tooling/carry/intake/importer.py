@@ -1,7 +1,8 @@
 """`carry import`: bring a range, a branch or a PR head into `series/<name>/`.
 
 Re-importing the same commits writes no byte; new content bumps the version and adds one
-changelog line. The range is read with one `format-patch` process.
+changelog line. The range is read with one `format-patch` process. A range that merged
+upstream is made linear first (`linearize`), keeping what its merges resolved.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 
 from carry.base.errors import CarryError
 from carry.git import ANY, RawCommit, Repo
+from carry.intake import guard
+from carry.intake.linearize import Report, linearize
 from carry.series import locks, versions
 from carry.series import patches as patchmod
 from carry.series import store as seriesmod
@@ -30,6 +33,7 @@ class ImportResult:
     patches: list[str]
     source: str
     note: str = ""
+    linearized: Report | None = None  # the merges of upstream carried across, when any
 
 
 def open_source(spec: str, scratch: ExitStack) -> Repo:
@@ -79,38 +83,39 @@ def resolve_range(
 def run(
     root: Path, name: str, source: str, rng: str | None = None, branch: str | None = None,
     pr: int | None = None, base_ref: str | None = None, title: str | None = None,
-    today: str | None = None,
+    today: str | None = None, force: bool = False,
 ) -> ImportResult:
+    """`force` writes even what goes back to an older version (`guard`)."""
     seriesmod.check_name(name)
     with locks.series_lock(root, name):
-        return _run(root, name, source, rng, branch, pr, base_ref, title, today)
+        return _run(root, name, source, rng, branch, pr, base_ref, title, today, force)
 
 
 def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None,
          pr: int | None, base_ref: str | None, title: str | None,
-         today: str | None) -> ImportResult:
+         today: str | None, force: bool = False) -> ImportResult:
     existing = seriesmod.find(root, name) if (root / name / seriesmod.MANIFEST).exists() else None
     with ExitStack() as scratch:
         repo = open_source(source, scratch)
         try:
             ref = base_ref or (existing.manifest.base.ref if existing else "")
             base, head, desc = resolve_range(repo, rng, branch, pr, ref)
-            commits = repo.rev_list("--reverse", "--topo-order", f"{base}..{head}")
+            commits = repo.rev_list(base, head, topo_order=True)
             _within_history(repo, commits, base, desc)
             if not commits:
                 raise CarryError(f"{desc} has no commits on top of {base[:12]}")
             base_commit, *in_range = repo.read_commits([base, *commits])
-            read = dict(zip(commits, in_range, strict=True))
-            merges = [sha for sha in reversed(commits) if len(read[sha].parents) > 1]
-            if merges:
-                raise CarryError(f"{desc} contains merge commit {merges[0][:12]}; "
-                                 "a series must be linear")
+            linear = linearize(repo, base_commit, dict(zip(commits, in_range, strict=True)), desc)
+            base_commit, read = linear.base, linear.commits
+            base, commits = base_commit.sha, list(read)
             tree = base_commit.tree
             for sha in commits:
                 if read[sha].tree == tree:
                     raise _lost(sha, read[sha].subject, "it changes nothing")
                 tree = read[sha].tree
-            formatted = repo.format_patch(base, head, commits)
+            base_name = _base_name(repo, base, [base_ref or "", range_base_name(rng),
+                                                existing.manifest.base.ref if existing else ""])
+            formatted = linear.named(repo.format_patch(base, linear.head, commits))
             _same_commits(read, [sha for sha, _ in formatted])
             files = {}
             for i, (sha, text) in enumerate(formatted, 1):
@@ -122,10 +127,13 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
     manifest.title = title or manifest.title or repo_subject(files)
     old_files = {p.name: p.read() for p in existing.patches()} if existing else {}
     changed = old_files != files or manifest.base.commit != base
-    ref = base_ref or manifest.base.ref or range_base_name(rng) or base
-    manifest.base = Base(ref=ref, commit=base)
+    if existing and changed and not force:
+        guard.check(existing, files)
+    manifest.base = Base(ref=base_name, commit=base)
     if changed:
         summary = f"imported {len(files)} patches from {desc} onto {base[:12]}"
+        if linear.report:
+            summary += f"; {linear.report.summary()}"
         versions.write_next(root / name, manifest, files, summary, today)
     else:
         seriesmod.write_series(root / name, manifest, files)
@@ -133,7 +141,19 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
         f"series {name} did not exist: import wrote a bare manifest (no upstream, targets or "
         f"test plan); `carry init {name} --upstream OWNER/REPO --fork OWNER/REPO --repo PATH` "
         "makes a full one before the import")
-    return ImportResult(name, manifest.version, changed, base, head, list(files), desc, note)
+    return ImportResult(name, manifest.version, changed, base, head, list(files), desc, note,
+                        linear.report)
+
+
+def _base_name(repo: Repo, base: str, names: list[str]) -> str:
+    """The manifest's base names the commit the patches apply to: the first of `names`
+    (--base, the range's own base, the manifest's) that is that commit, else the commit.
+    A --base or a manifest base the fork moved on from (`dev/...` whose merge-base with the
+    range is older) would name another commit than the one recorded beside it."""
+    for name in names:
+        if name and not name.startswith("-") and repo.try_rev_parse(name) == base:
+            return name
+    return base
 
 
 def _within_history(repo: Repo, commits: list[str], base: str, desc: str) -> None:

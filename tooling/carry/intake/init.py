@@ -33,7 +33,7 @@ class InitResult:
     repo: str = ""
 
 
-def _remote_for(repo: Repo | None, slug: str) -> tuple[str, str]:
+def remote_for(repo: Repo | None, slug: str) -> tuple[str, str]:
     """(remote name, url) of the remote whose URL names OWNER/REPO, if --repo has one."""
     if repo is None:
         return "", ""
@@ -72,8 +72,8 @@ def build(name: str, upstream: str, fork: str, repo: Repo | None, dev_branch: st
         if not SLUG.match(slug):
             raise CarryError(f"{flag} must be OWNER/REPO, got {slug!r}")
     notes: list[str] = []
-    up_remote, up_url = _remote_for(repo, upstream)
-    fork_remote, fork_url = _remote_for(repo, fork)
+    up_remote, up_url = remote_for(repo, upstream)
+    fork_remote, fork_url = remote_for(repo, fork)
     if repo is not None and not up_remote:
         notes.append(f"no remote of {repo.path} points at {upstream}; assumed remote 'upstream'")
     if repo is not None and not fork_remote:

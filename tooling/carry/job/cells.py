@@ -15,16 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from carry.base.data import to_data
 from carry.base.errors import CarryError
-from carry.cli import render
 from carry.git import Repo
+from carry.job import tracking
 from carry.job.loop import Options as LoopOptions
 from carry.rebase import command as rebase
 from carry.replay.engine import Conflict
 from carry.series import store as seriesmod
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Options:
     """How a job validates and where it writes (the flags `carry ci` and `carry ci run`
     share)."""
@@ -51,6 +52,8 @@ class Row:
     ref: str = ""  # the tag or branch `onto` resolved from
     stop: Conflict | None = None  # the patch, author and paths of a conflict
     would_conflict: list[str] = field(default_factory=list)  # later patches, with their paths
+    resolved: list[str] = field(default_factory=list)  # "FILE: why", by recorded resolutions
+    why: list[dict[str, Any]] = field(default_factory=list)  # replay.why.explain: roots first
 
 
 @dataclass
@@ -76,7 +79,7 @@ def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, how: Options
         row.validate, row.summary = "error", exc.line()
         return
     path = how.out / f"{s.name}--{row.target}.json"
-    path.write_text(json.dumps(render.to_data(report), indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(to_data(report), indent=2) + "\n", encoding="utf-8")
     row.report = str(path)
     row.validate = ("cached " if report.cached else "") + report.status
     row.summary = report.summary
@@ -110,11 +113,13 @@ def _rows(root: Path, names: list[str], repo: Repo, targets: list[str], onto: li
             row = Row(s.name, r.target, r.onto, r.status, r.head,
                       applied=sum(p.status == "applied" for p in r.patches),
                       dropped=[f"{p.file}: {p.reason}" for p in r.patches
-                               if p.status == "dropped"], ref=r.ref, stop=r.conflict)
+                               if p.status == "dropped"], ref=r.ref, stop=r.conflict,
+                      resolved=[f"{p.file}: {p.reason}" for p in r.patches if p.resolutions])
             if r.conflict is not None:
                 row.conflict = f"{r.conflict.file} ({', '.join(r.conflict.paths)})"
                 row.would_conflict = [f"{p.file} ({', '.join(p.forecast)})" for p in r.patches
                                       if p.status == "would-conflict"]
+                row.why = r.why
             if r.status == "applied":
                 _validate(s, repo, row, r.onto, how)
             rows.append(row)
@@ -132,7 +137,7 @@ def finish(root: Path, repo: Repo, result: JobResult, loop: LoopOptions | None) 
         if any(a.action == "failed" for a in result.loop):
             result.status = "failed"
     out = Path(result.out)
-    (out / "summary.json").write_text(json.dumps(render.to_data(result), indent=2) + "\n",
+    (out / "summary.json").write_text(json.dumps(to_data(result), indent=2) + "\n",
                                       encoding="utf-8")
     md = markdown(result)
     (out / "summary.md").write_text(md, encoding="utf-8")
@@ -148,7 +153,9 @@ def markdown(result: JobResult) -> str:
              "| series | target | rebase | drops | validation |", "|---|---|---|---|---|"]
     for r in result.rows:
         rebase_cell = r.rebase if not r.conflict else f"conflict in {r.conflict}" + "".join(
-            f"<br>would-conflict: {w}" for w in r.would_conflict)
+            f"<br>would-conflict: {w}" for w in r.would_conflict) + "".join(
+            f"<br>why: {w}" for w in tracking.why_lines(r.why))
+        rebase_cell += "".join(f"<br>{x}" for x in r.resolved)
         drops = "<br>".join(r.dropped) or "-"
         lines.append(f"| {r.series} | {r.target} | {rebase_cell} | {drops} | "
                      f"{r.validate}: {r.summary} |")

@@ -1,7 +1,9 @@
 """Closing the loop after a CI cell (opt-in): a clean result on a release or dev target
 refreshes the series, pushes it and opens or updates its one PR (through `carry pr`); a
 conflict opens or updates one tracking issue per (series, target), which a later clean run
-closes with a comment. Every GitHub request goes through `forge.py`.
+closes with a comment. Every GitHub request goes through `forge.py`. Only the PRs and issues
+the token's own account opened are the loop's (owned.py): an issue someone else opened with
+the tracking marker is never edited or closed.
 
 `--dry-run` reads (to tell "open" from "update") and writes nothing: no series version, no
 ref, no push, no request that writes.
@@ -17,6 +19,7 @@ from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.job import tracking
 from carry.publish import github as forgemod
+from carry.publish import owned
 from carry.series import store as seriesmod
 
 if TYPE_CHECKING:
@@ -26,7 +29,7 @@ if TYPE_CHECKING:
     from carry.replay.engine import TargetResult
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Options:
     open_pr: bool = False
     track_issues: bool = False
@@ -137,8 +140,8 @@ def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target
     pr_base = ctx.opts.base or s.manifest.fork.branch or "main"
     full = forge_repo(s, ctx.opts)
     remote = ctx.opts.remote or s.manifest.fork.remote or "origin"
-    if ctx.opts.dry_run:
-        found = [p for p in ctx.forge().open_pulls(full, pr_base) if p.head == branch]
+    if ctx.opts.dry_run:  # the PR `carry pr` would update: carry's, for this series alone
+        found = [p for p in prmod.find_open(ctx.forge(), full, [s.name]) if p.base == pr_base]
         step = (f"refresh to version {s.manifest.version + 1} on {row.ref}, "
                 if base != row.onto else "")
         act.action = "would-update" if found else "would-open"
@@ -153,8 +156,10 @@ def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target
         raise CarryError(f"refreshing {s.name} onto {row.ref}: {result.message or result.status}")
     _keep_published(ctx.repo, result, f"refs/remotes/{remote}/{branch}")
     fresh = seriesmod.find(s.root.parent, s.name)
-    done = prmod.run([fresh], ctx.repo, branch, remote, pr_base, full,
-                     row.report or None, True, False, ctx.opts.access)
+    done = prmod.run([fresh], ctx.repo, prmod.Request(
+        branch=branch, remote=remote, base=pr_base, forge_repo=full, access=ctx.opts.access,
+        report_path=row.report or None, draft=True,
+        push_token=forgemod.token_from_env(ctx.opts.token_env)))
     act.action, act.number, act.url = done.action, done.number, done.url
     version = result.refreshed.get("version")
     act.note = (f"series refreshed to version {version}; " if version else "") + \
@@ -180,10 +185,15 @@ def _keep_published(repo: Repo, result: TargetResult, published_ref: str) -> Non
 def _find(ctx: _Context, full: str, series: str, target: str
           ) -> list[tuple[forgemod.IssueInfo, dict[str, str]]]:
     out = []
-    for issue in ctx.forge().open_issues(full, tracking.MARK):
+    for issue in ctx.forge().repo(full).open_issues(tracking.MARK):
         fields = tracking.matches(issue.body, series, target)
-        if fields is not None:
+        if fields is None:
+            continue
+        if owned.issue_is_mine(ctx.forge(), issue):
             out.append((issue, fields))
+        else:
+            owned.ignore_issue(ctx.forge(), full, issue,
+                               f"carry's tracking marker for {series} on {target}")
     return out
 
 
@@ -194,7 +204,8 @@ def _track(ctx: _Context, s: seriesmod.Series, target: str, row: Row) -> list[Ac
     base = s.manifest.base.commit
     report = tracking.ConflictReport(
         s.name, target, row.ref, row.onto, base, stop.file, stop.subject, stop.author,
-        list(stop.paths), ctx.repo.commits_touching(base, row.onto, stop.paths) if base else [])
+        list(stop.paths), ctx.repo.commits_touching(base, row.onto, stop.paths) if base else [],
+        tracking.why_lines(row.why))
     title, text = tracking.title(report), tracking.body(report)
     full = forge_repo(s, ctx.opts)
     act = Action(s.name, target, row.ref, "issue", "would-open" if ctx.opts.dry_run else "")
@@ -209,10 +220,10 @@ def _track(ctx: _Context, s: seriesmod.Series, target: str, row: Row) -> list[Ac
         elif ctx.opts.dry_run:
             act.action = "would-update"
         else:
-            ctx.forge().edit_issue(full, issue.number, title=title, body=text)
+            ctx.forge().repo(full).edit_issue(issue.number, title=title, body=text)
             act.action = "updated"
     elif not ctx.opts.dry_run:
-        made = ctx.forge().create_issue(full, title, text)
+        made = ctx.forge().repo(full).create_issue(title, text)
         act.action, act.number, act.url = "opened", made.number, made.url
     return [act]
 
@@ -233,7 +244,7 @@ def _close(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target,
             act.action = "skipped"
             act.note = f"left open: it tracks {fields.get('ref', seen)}, not contained in {row.ref}"
         elif not ctx.opts.dry_run:
-            ctx.forge().close_issue(full, issue.number,
+            ctx.forge().repo(full).close_issue(issue.number,
                                     tracking.closing_comment(s.name, row.ref, row.onto))
             act.action = "closed"
         out.append(act)

@@ -8,16 +8,24 @@ fetched yet. Dev-branch targets contribute their head when the ledger does not h
 
 from __future__ import annotations
 
-import configparser
 import json
 import os
+import re
+import subprocess
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
 from packaging.version import InvalidVersion, Version
 
 from carry.base.errors import CarryError
@@ -47,42 +55,36 @@ class IndexRelease:
 
 
 def index_url(explicit: str | None) -> str | None:
-    """--index-url, then PIP_INDEX_URL, then pip's configuration files, then pip's own default
-    (asked of pip, so this repository names no index host)."""
+    """--index-url, then what pip itself would use: its configuration as `pip config list`
+    reports it (PIP_INDEX_URL, then the [install] and [global] sections, in pip's own file
+    order), then pip's default as its `--help` states it. Both are pip's public command line,
+    so this repository names no index host and reads none of pip's internals."""
     if explicit:
         return explicit
     if os.environ.get("PIP_INDEX_URL"):
         return os.environ["PIP_INDEX_URL"]
-    found: str | None = None
-    for path in _pip_config_files():
-        cfg = configparser.ConfigParser()
-        try:
-            cfg.read(path, encoding="utf-8")
-        except (configparser.Error, UnicodeDecodeError):
-            continue
-        for section in ("global", "install"):
-            if cfg.has_option(section, "index-url"):
-                found = cfg.get(section, "index-url")
-    if found:
-        return found
-    try:
-        from pip._internal.models.index import PyPI
-    except ImportError:
-        return None
-    return str(PyPI.simple_url)
+    found = {k: v for k, v in _pip("config", "list") if k.endswith(".index-url")}
+    for key in (":env:.index-url", "install.index-url", "global.index-url"):
+        if key in found:
+            return found[key]
+    help_text = " ".join(line for _, line in _pip("download", "--help"))
+    m = re.search(r"--index-url <url>\s.*?\(default\s+(\S+?)\)", help_text)
+    return m.group(1) if m else None
 
 
-def _pip_config_files() -> list[Path]:
-    """pip's own order: site-wide, then per user, then the virtualenv; later files win."""
-    if os.environ.get("PIP_CONFIG_FILE"):
-        return [Path(os.environ["PIP_CONFIG_FILE"])]
-    xdg = os.environ.get("XDG_CONFIG_DIRS", "/etc/xdg").split(":")
-    home = Path.home()
-    files = [Path(d) / "pip" / "pip.conf" for d in xdg] + [Path("/etc/pip.conf")]
-    files += [home / ".pip" / "pip.conf", home / ".config" / "pip" / "pip.conf"]
-    if os.environ.get("VIRTUAL_ENV"):
-        files.append(Path(os.environ["VIRTUAL_ENV"]) / "pip.conf")
-    return [f for f in files if f.is_file()]
+def _pip(*args: str) -> list[tuple[str, str]]:
+    """`python -m pip ARGS`'s lines, as (key, 'value') for `config list` and ('', line)
+    otherwise; nothing when pip is missing or fails."""
+    proc = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL,
+                          env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    if proc.returncode != 0:
+        return []
+    out = []
+    for line in proc.stdout.splitlines():
+        key, eq, value = line.partition("=")
+        out.append((key, value.strip("'\"")) if eq and args[0] == "config" else ("", line))
+    return out
 
 
 def _redact(url: str) -> str:
@@ -130,19 +132,18 @@ def _versions(package: str, files: list[dict[str, object]]) -> list[IndexRelease
 
 
 def _file_version(package: str, filename: str) -> Version | None:
-    name = canonicalize_name(package)
-    for ext in (".tar.gz", ".zip", ".whl"):
-        if filename.endswith(ext):
-            stem = filename[: -len(ext)]
-            head, _, rest = stem.partition("-") if ext == ".whl" else stem.rpartition("-")
-            raw = rest.split("-")[0] if ext == ".whl" else rest
-            if canonicalize_name(head) != name:
-                return None
-            try:
-                return Version(raw)
-            except InvalidVersion:
-                return None
-    return None
+    """The version a distribution file's name states, read by packaging's own parsers; None for
+    another project's file or a name that is not a distribution's."""
+    try:
+        if filename.endswith(".whl"):
+            name, version, _, _ = parse_wheel_filename(filename)
+        elif filename.endswith((".tar.gz", ".zip")):
+            name, version = parse_sdist_filename(filename)
+        else:
+            return None
+    except (InvalidSdistFilename, InvalidWheelFilename, InvalidVersion):
+        return None
+    return version if name == canonicalize_name(package) else None
 
 
 def _tag_version(pattern: str, tag: str) -> Version | None:

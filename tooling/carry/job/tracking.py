@@ -10,7 +10,9 @@ the same upstream commit, so a run that finds nothing new sends no edit.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import quote, unquote
 
 from carry.git import LogEntry
@@ -32,6 +34,13 @@ class ConflictReport:
     author: str
     paths: list[str]
     commits: list[LogEntry] = field(default_factory=list)
+    why: list[str] = field(default_factory=list)  # one line per conflict, root conflicts first
+
+
+def why_lines(entries: Sequence[Any]) -> list[str]:
+    """The lines of a `replay.why.explain` list (root conflicts first); one read back from a
+    cell's summary.json may hold anything, so only well-formed entries count."""
+    return [str(w["text"]) for w in entries if isinstance(w, dict) and "text" in w]
 
 
 def marker(series: str, target: str, ref: str, upstream: str) -> str:
@@ -69,6 +78,7 @@ def body(r: ConflictReport) -> str:
         f"- patch: `{r.patch}`: {r.subject}",
         f"- author: {r.author}",
         f"- conflicting paths: {', '.join(f'`{p}`' for p in r.paths) or '(none reported)'}",
+        *(["", "## Why", "", *(f"- {w}" for w in r.why)] if r.why else []),
         "", f"## Upstream commits that touched these paths since the series base "
         f"`{r.base[:12]}`", "",
     ]

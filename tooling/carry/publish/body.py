@@ -261,7 +261,12 @@ def _section(series: Series, report: Report | None, plist: list[patchmod.Patch],
     for heading, text in cover.items():
         if heading not in ("purpose", "related work"):
             parts.append(f"{h} {heading[0].upper()}{heading[1:]}\n\n{text}")
-    commits = "\n".join(f"- `{p.file}` {p.subject} ({p.author.name})" for p in plist)
+    resolved = dict(str(line).split(": ", 1) for line in (report or {}).get("resolved", [])
+                    if ": " in str(line))
+    commits = "\n".join(f"- `{p.file}` {p.subject} ({p.author.name})"
+                        + (f"; on `{(report or {}).get('onto_ref', '')}`: "
+                           f"{resolved[p.file]}" if p.file in resolved else "")
+                        for p in plist)
     parts.append(f"{h} Commits\n\n{commits}")
     parts.append(f"{h} Related work\n\n" + _related(series, cover.get("related work", "")))
     parts.append(f"{h} Test Plan\n\n" + _test_plan(series, report))

@@ -19,10 +19,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from carry.base import redact
+from carry.publish.retry import retry_of
+
+if TYPE_CHECKING:
+    from carry.publish.repository import GitHubRepo
 from carry.base.errors import CarryError
 
 DEFAULT_API = "https://api.github.com"
@@ -51,6 +55,8 @@ class PullInfo:
     merged: bool = False
     merge_sha: str = ""
     labels: tuple[str, ...] = ()
+    head_repo: str = ""  # owner/name of the head branch's repository; "" when it was deleted
+    created: str = ""  # ISO 8601, UTC
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,7 @@ class IssueInfo:
     body: str
     state: str
     url: str
+    author: str = ""
 
 
 def api_url(explicit: str | None = None) -> str:
@@ -106,57 +113,6 @@ def _stderr(line: str) -> None:
 
 
 @dataclass(frozen=True)
-class Retry:
-    """Why an answer may be tried again, and after how many seconds."""
-
-    reason: str
-    delay: float
-
-
-def retry_of(exc: Exception, attempt: int, now: float) -> Retry | None:
-    """The wait GitHub asks for, or None when the answer is final. GitHub's rule: honour
-    `Retry-After`; else, with no requests left, wait until `X-RateLimit-Reset`; else back off."""
-    from github import GithubException
-
-    if not isinstance(exc, GithubException):
-        return None
-    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
-    message = exc.data.get("message", "") if isinstance(exc.data, dict) else ""
-    after = _seconds(headers.get("retry-after"))
-    reset = _seconds(headers.get("x-ratelimit-reset"))
-    exhausted = headers.get("x-ratelimit-remaining") == "0"
-    backoff = float(min(2 ** (attempt - 1), 30))
-    if exc.status in (502, 503, 504):
-        return Retry(f"{exc.status} (server unavailable)",
-                     after if after is not None else backoff)
-    secondary = exc.status == 403 and (after is not None or _is_secondary(message))
-    if exc.status == 429 or secondary:
-        kind = "secondary rate limit" if secondary else "429 (too many requests)"
-        if after is not None:
-            return Retry(kind, after)
-        if exhausted and reset is not None:
-            return Retry(kind, max(0.0, reset - now))
-        return Retry(kind, 60.0 if secondary else backoff)
-    if exc.status == 403 and exhausted and reset is not None:
-        return Retry("primary rate limit", max(0.0, reset - now))
-    return None
-
-
-def _is_secondary(message: str) -> bool:
-    low = message.lower()
-    return "secondary rate limit" in low or low.endswith((
-        "please retry your request again later.",
-        "please wait a few minutes before you try again."))
-
-
-def _seconds(value: str | None) -> float | None:
-    try:
-        return None if value is None else max(0.0, float(value))
-    except ValueError:
-        return None
-
-
-@dataclass(frozen=True)
 class Access:
     """How to reach GitHub, from the CLI's --api-url, --token-env and --max-wait."""
 
@@ -177,6 +133,7 @@ class Forge:
     max_wait: float = DEFAULT_MAX_WAIT
     log: Callable[[str], None] = field(repr=False, default=_stderr)
     _repos: dict[str, Any] = field(repr=False, default_factory=dict)
+    _me: str | None = field(repr=False, default=None)
 
     @classmethod
     def connect(cls, url: str, token: str, max_wait: float = DEFAULT_MAX_WAIT) -> Forge:
@@ -203,6 +160,7 @@ class Forge:
     @contextmanager
     def _errors(self, what: str) -> Iterator[None]:
         from github import (
+            BadAttributeException,
             BadCredentialsException,
             GithubException,
             RateLimitExceededException,
@@ -227,11 +185,11 @@ class Forge:
             errors = errors if isinstance(errors, list) else []
             detail = "; ".join(e.get("message") or e.get("code", "") for e in errors
                                if isinstance(e, dict))
-            raise ForgeError(f"GitHub answered {exc.status} for {what}: "
-                             f"{message}{': ' + detail if detail else ''}") from None
+            said = ": ".join(x for x in (message, detail) if x)
+            raise ForgeError(f"GitHub answered {exc.status} for {what}: {said}") from None
         except OSError as exc:
             raise ForgeError(f"cannot reach {self.url}: {exc.strerror or exc}") from None
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, BadAttributeException) as exc:
             # A 200 that is not GitHub's JSON (a proxy's page, another shape): PyGithub fails
             # as it reads the object, whichever attribute that is.
             raise ForgeError(f"{self.url} gave an answer for {what} that is not GitHub's: "
@@ -263,123 +221,34 @@ class Forge:
             waited += retry.delay
             attempt += 1
 
-    # -- pulls -----------------------------------------------------------------------------
+    def me(self) -> str:
+        """The login of the token's account, read once: what carry opened is what this account
+        opened (see owned.py)."""
+        if self._me is None:
+            self._me = self._call("the token's own account", self._whoami)
+        return self._me
 
-    def open_pulls(self, full_name: str, base: str | None = None) -> list[PullInfo]:
-        repo = self._repo(full_name)
-        kw = {"state": "open", "sort": "created", "direction": "asc"}
-        if base:
-            kw["base"] = base
-        return self._call(f"pull requests of {full_name}",
-                          lambda: [_pull(p) for p in repo.get_pulls(**kw)])
+    def _whoami(self) -> str:
+        """GET /user; a GitHub App's installation token (the Actions GITHUB_TOKEN) is refused
+        there with a 403, and GraphQL's `viewer` names its bot account instead."""
+        from github import GithubException
 
-    def pull(self, full_name: str, number: int) -> PullInfo:
-        repo = self._repo(full_name)
-        return self._call(f"pull request {full_name}#{number}",
-                          lambda: _pull(repo.get_pull(number)))
+        try:
+            login = self._gh.get_user().login
+        except GithubException as exc:
+            if exc.status != 403 or retry_of(exc, 1, time.time()) is not None:
+                raise
+            _, data = self._gh.requester.graphql_query("query { viewer { login } }", {})
+            login = data["data"]["viewer"]["login"]
+        if not isinstance(login, str) or not login:
+            raise ValueError("no login")
+        return login
 
-    def pull_commits(self, full_name: str, number: int) -> list[str]:
-        repo = self._repo(full_name)
-        return self._call(f"commits of {full_name}#{number}",
-                          lambda: [c.sha for c in repo.get_pull(number).get_commits()])
+    def repo(self, full_name: str) -> GitHubRepo:
+        """The handle every request about `owner/name` goes through."""
+        from carry.publish.repository import GitHubRepo
 
-    def create_pull(self, full_name: str, title: str, body: str, head: str, base: str,
-                    draft: bool) -> PullInfo:
-        repo = self._repo(full_name)
-        return self._call(
-            f"a new pull request in {full_name}",
-            lambda: _pull(repo.create_pull(title=redact.scrub(title), body=redact.scrub(body),
-                                           head=head, base=base, draft=draft)))
-
-    def edit_pull(self, full_name: str, number: int, **fields: str) -> PullInfo:
-        repo = self._repo(full_name)
-
-        def edit() -> PullInfo:
-            pr = repo.get_pull(number)
-            pr.edit(**{k: redact.scrub(v) for k, v in fields.items()})
-            return _pull(repo.get_pull(number))
-
-        return self._call(f"pull request {full_name}#{number}", edit)
-
-    def comments(self, full_name: str, number: int) -> list[CommentInfo]:
-        repo = self._repo(full_name)
-        return self._call(
-            f"comments of {full_name}#{number}",
-            lambda: [CommentInfo(c.id, c.body or "", c.user.login)
-                     for c in repo.get_issue(number).get_comments()])
-
-    def comment(self, full_name: str, number: int, body: str) -> CommentInfo:
-        repo = self._repo(full_name)
-
-        def post() -> CommentInfo:
-            c = repo.get_issue(number).create_comment(redact.scrub(body))
-            return CommentInfo(c.id, c.body or "", c.user.login)
-
-        return self._call(f"a comment on {full_name}#{number}", post)
-
-    def merge_sha(self, full_name: str, number: int) -> str:
-        """The commit a merged PR became on its base, from its `merged` event (the API version
-        carry speaks has no `merge_commit_sha` on a pull request)."""
-        repo = self._repo(full_name)
-        return self._call(
-            f"events of {full_name}#{number}",
-            lambda: next((e.commit_id or "" for e in repo.get_issue(number).get_events()
-                          if e.event == "merged"), ""))
-
-    def delete_comment(self, full_name: str, number: int, comment_id: int) -> None:
-        repo = self._repo(full_name)
-        self._call(f"comment {comment_id} on {full_name}#{number}",
-                   lambda: repo.get_issue(number).get_comment(comment_id).delete())
-
-    def add_label(self, full_name: str, number: int, label: str) -> None:
-        repo = self._repo(full_name)
-        self._call(f"labels of {full_name}#{number}",
-                   lambda: repo.get_issue(number).add_to_labels(label))
-
-
-    # -- issues (the CI loop's tracking issues) -------------------------------------------
-
-    def open_issues(self, full_name: str, marker: str) -> list[IssueInfo]:
-        """Open issues (not pull requests) whose body holds `marker`; the caller parses it.
-        GitHub lists pull requests among issues, so they are left out here."""
-        repo = self._repo(full_name)
-        return self._call(
-            f"issues of {full_name}",
-            lambda: [_issue(i) for i in repo.get_issues(state="open", sort="created",
-                                                        direction="asc")
-                     if i.pull_request is None and marker in (i.body or "")])
-
-    def create_issue(self, full_name: str, title: str, body: str) -> IssueInfo:
-        repo = self._repo(full_name)
-        return self._call(f"a new issue in {full_name}",
-                          lambda: _issue(repo.create_issue(title=redact.scrub(title),
-                                                           body=redact.scrub(body))))
-
-    def edit_issue(self, full_name: str, number: int, **fields: str) -> None:
-        """One PATCH: the issue object is lazy, so nothing is read first."""
-        repo = self._repo(full_name)
-        self._call(f"issue {full_name}#{number}", lambda: repo.get_issue(number).edit(
-            **{k: redact.scrub(v) for k, v in fields.items()}))
-
-    def close_issue(self, full_name: str, number: int, comment: str) -> CommentInfo:
-        """Say why, then close: a reader of the closed issue sees the reason last."""
-        posted = self.comment(full_name, number, comment)
-        self.edit_issue(full_name, number, state="closed", state_reason="completed")
-        return posted
-
-
-def _issue(i: Any) -> IssueInfo:
-    return IssueInfo(number=i.number, title=i.title or "", body=i.body or "", state=i.state,
-                     url=i.html_url or "")
-
-
-def _pull(p: Any) -> PullInfo:
-    return PullInfo(
-        number=p.number, title=p.title or "", body=p.body or "", state=p.state,
-        draft=bool(p.draft), head=p.head.ref, head_sha=p.head.sha, base=p.base.ref,
-        author=p.user.login if p.user else "", url=p.html_url or "",
-        merged=p.merged_at is not None, labels=tuple(x.name for x in p.labels),
-    )
+        return GitHubRepo(self, full_name)
 
 
 def _clock(epoch: str) -> str:

@@ -1,5 +1,9 @@
 """`carry pr`: push a branch that carries one or more series and open (or update) one draft PR
-whose description is generated from the series and the last validation report."""
+whose description is generated from the series and the last validation report.
+
+The PR to update is carry's own (owned.py): one the token's account opened from the fork
+with carry's marker for exactly this set of series. Another's PR with the marker is left
+alone, and a branch that another PR proposes is never pushed to."""
 
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.publish import body as prbody
 from carry.publish import github as forgemod
+from carry.publish import owned
+from carry.series import dco
 from carry.series import patches as patchmod
 from carry.series.store import Series
 
@@ -132,65 +138,116 @@ def missing_patches(repo: Repo, series_list: list[Series], base: str, head: str)
                   if pid not in have)
 
 
+def marked(pulls: list[forgemod.PullInfo], names: list[str]) -> list[forgemod.PullInfo]:
+    """The PRs whose marker names exactly this set of series, whoever opened them."""
+    return [p for p in pulls if set(prbody.marked_series(p.body)) == set(names)]
+
+
 def find_open(forge: forgemod.Forge, forge_repo: str,
               names: list[str]) -> list[forgemod.PullInfo]:
-    """The open PRs whose marker names exactly this set of series, whatever their branch."""
-    want = set(names)
-    return [p for p in forge.open_pulls(forge_repo)
-            if set(prbody.marked_series(p.body)) == want]
+    """carry's open PRs for exactly this set of series, whatever their branch; a line for
+    each one that carries the marker but is someone else's."""
+    pulls = forge.repo(forge_repo).open_pulls()
+    mine, others = owned.split(forge, forge_repo, marked(pulls, names))
+    for p in others:
+        owned.ignore_pull(forge, forge_repo, p, _marker(names))
+    return mine
 
 
-def run(series_list: list[Series], repo: Repo, branch: str, remote: str, base: str,
-        forge_repo: str, report_path: str | Sequence[str] | None, draft: bool, dry_run: bool,
-        access: forgemod.Access, title: str | None = None, force: bool = False,
-        allow_failed: bool = False) -> PrResult:
+def _marker(names: list[str]) -> str:
+    return f"carry's marker for {', '.join(names)}"
+
+
+@dataclass(kw_only=True)
+class Request:
+    """What `carry pr` is asked to do; keyword-only, so no call passes a row of booleans.
+    `push_token`: git pushes with it (the CI loop, as the token's user); else git's own
+    credentials."""
+
+    branch: str
+    remote: str
+    base: str
+    forge_repo: str
+    access: forgemod.Access
+    report_path: str | Sequence[str] | None = None
+    draft: bool = True
+    dry_run: bool = False
+    title: str | None = None
+    force: bool = False
+    allow_failed: bool = False
+    push_token: str | None = None
+    allow_no_dco: bool = False
+
+
+def run(series_list: list[Series], repo: Repo, req: Request) -> PrResult:
     if not series_list:
         raise CarryError("name at least one series")
     for s in series_list:
         if not s.patches():
             raise CarryError(f"series {s.name} has no patches", hint="run carry import")
-    commit = repo.rev_parse(branch)
-    base_commit = repo.rev_parse(f"{remote}/{base}") if repo.try_rev_parse(
-        f"{remote}/{base}") else repo.rev_parse(base)
+    if not req.allow_no_dco:  # upstream (vLLM) checks DCO: say so before anything is pushed
+        dco.refuse_unsigned(series_list, req.forge_repo)
+    commit = repo.rev_parse(req.branch)
+    base_commit = repo.rev_parse(f"{req.remote}/{req.base}") if repo.try_rev_parse(
+        f"{req.remote}/{req.base}") else repo.rev_parse(req.base)
     missing = missing_patches(repo, series_list, base_commit, commit)
-    if missing and not force:
-        raise CarryError(f"branch {branch} does not carry {len(missing)} series patch(es), "
+    if missing and not req.force:
+        raise CarryError(f"branch {req.branch} does not carry {len(missing)} series patch(es), "
                          f"first {missing[0]}", hint="rebase with --refresh, or pass --force")
-    paths = [report_path] if isinstance(report_path, str) else list(report_path or [])
-    reports = reports_for(series_list, repo, branch, commit, paths, allow_failed)
-    body = prbody.render(series_list, reports, title)
-    result = PrResult([s.name for s in series_list], forge_repo, branch, base, commit,
-                      body.title, body.text, dry_run, "would-open", missing=missing,
-                      draft=draft)
-    if dry_run:
-        return _preview(access, result)
-    forge = access.connect()
+    given = req.report_path
+    paths = [given] if isinstance(given, str) else list(given or [])
+    reports = reports_for(series_list, repo, req.branch, commit, paths, req.allow_failed)
+    body = prbody.render(series_list, reports, req.title)
+    result = PrResult([s.name for s in series_list], req.forge_repo, req.branch, req.base,
+                      commit, body.title, body.text, req.dry_run, "would-open", missing=missing,
+                      draft=req.draft)
+    if req.dry_run:
+        return _preview(req.access, result)
+    forge = req.access.connect()
     existing = _open_pr(forge, result)
-    head = existing.head if existing else branch
-    repo.push(remote, commit, head, repo.remote_head(remote, head))
+    head = existing.head if existing else req.branch
+    old = repo.remote_head(req.remote, head, req.push_token)
+    repo.push(req.remote, commit, head, old, req.push_token)
     result.head = head
     if existing and (existing.head_sha, existing.title, existing.body) == (
             commit, body.title, body.text):
         result.action, result.number, result.url = "unchanged", existing.number, existing.url
         return result  # nothing to write: a loop run twice asks nothing of GitHub twice
     if existing:
-        pr = forge.edit_pull(forge_repo, existing.number, title=body.title, body=body.text)
+        pr = forge.repo(req.forge_repo).edit_pull(existing.number, title=body.title,
+                                                  body=body.text)
         result.action = "updated"
     else:
-        pr = forge.create_pull(forge_repo, body.title, body.text, branch, base, draft)
+        pr = forge.repo(req.forge_repo).create_pull(body.title, body.text, req.branch,
+                                                    req.base, req.draft)
         result.action = "opened"
     result.number, result.url = pr.number, pr.url
     return result
 
 
 def _open_pr(forge: forgemod.Forge, result: PrResult) -> forgemod.PullInfo | None:
-    existing = find_open(forge, result.repo, result.series)
-    if existing and existing[0].base != result.base:
-        raise CarryError(f"open PR #{existing[0].number} already carries "
-                         f"{', '.join(result.series)} against {existing[0].base}, not "
+    """carry's open PR for the series set, if any, checked before anything is pushed: its
+    base is this base, and no other open PR proposes the branch carry would push to."""
+    pulls = forge.repo(result.repo).open_pulls()
+    mine, others = owned.split(forge, result.repo, marked(pulls, result.series))
+    existing = mine[0] if mine else None
+    if existing and existing.base != result.base:
+        raise CarryError(f"open PR #{existing.number} already carries "
+                         f"{', '.join(result.series)} against {existing.base}, not "
                          f"{result.base}",
                          hint="close it or retarget it first: carry opens one PR per series set")
-    return existing[0] if existing else None
+    head = existing.head if existing else result.head
+    taken = next((p for p in pulls if p.head == head and owned.same(p.head_repo, result.repo)
+                  and p != existing), None)
+    if taken is not None:
+        raise CarryError(f"branch {head} of {result.repo} is the head of open PR "
+                         f"#{taken.number} by {taken.author}, which is not carry's PR for "
+                         f"{', '.join(result.series)}: carry pushes to no other PR's branch; "
+                         "nothing was pushed",
+                         hint=f"close #{taken.number}, or pass another --branch")
+    for p in others:
+        owned.ignore_pull(forge, result.repo, p, _marker(result.series))
+    return existing
 
 
 def _preview(access: forgemod.Access, result: PrResult) -> PrResult:

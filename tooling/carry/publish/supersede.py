@@ -2,17 +2,24 @@
 from a scheduled job. A dry run by default; it lists every open PR it looked at and why.
 
 The superseding PR (`--by N`) must be open or merged, in the same repository, and be carry's:
-its body starts with carry's marker for the series, or the manifest names it `consolidated`.
+the manifest names it `consolidated`, or its body starts with carry's marker for the series and
+the token's own account opened it from the fork (owned.py: anyone can write the marker).
 An open PR is closed only when every rule holds, and the report names the first that fails:
 - something ties it to the series: carry's marker, the manifest's provenance, or a shared patch;
 - it is not the manifest's consolidated PR, and not an `origin` or `upstream-equivalent` one
   (unless --include-origin): those stay open for their authors and reviewers;
 - it targets the same base as N and carries no other series;
-- every one of its commits is in N (by patch-id with --repo, else by the provenance patches).
+- every one of its commits is in N (with --repo, by a verbatim patch-id that counts whitespace
+  and merges; else by the provenance patches).
 
 Concurrent runs leave one comment: a lock serialises runs on one machine, and, since CI
 runners share none, each run re-reads the comments after posting and deletes its own when an
-earlier one carries the same marker.
+earlier one carries the same marker. Only comments by the token's own account count as carry's.
+
+The provenance is written after the closes, so a run killed in between (or one whose series
+could not be written) leaves closed PRs unrecorded: the next run finds them by carry's own
+comment for #N and records them. A series folder that cannot be written is refused before
+the first comment.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import hashlib
+import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,7 +38,7 @@ from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.publish import body as prbody
 from carry.publish import github as forgemod
-from carry.publish import pr as prmod
+from carry.publish import owned
 from carry.series import store as seriesmod
 from carry.series.store import Provenance, Series
 
@@ -64,9 +72,11 @@ class SupersedeResult:
     pulls: list[Looked] = field(default_factory=list)
     closing: list[int] = field(default_factory=list)
     provenance: list[str] = field(default_factory=list)
+    # closed by an earlier run (carry's comment is on them) and missing from the provenance
+    unrecorded: list[Looked] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Options:
     apply: bool = False
     when_merged: bool = False
@@ -89,10 +99,12 @@ def comment_text(by: forgemod.PullInfo, series: Series, matched: list[str]) -> s
             + DONE_MARKER.format(number=by.number))
 
 
-def _is_done(body: str, by: int) -> bool:
-    """carry's comment, recognised as carry writes it: the marker is its whole last line."""
-    lines = (body or "").rstrip().splitlines()
-    return bool(lines) and lines[-1].strip() == DONE_MARKER.format(number=by)
+def _is_done(c: forgemod.CommentInfo, by: int, me: str) -> bool:
+    """carry's comment, recognised as carry writes it: the marker is its whole last line, and
+    the token's own account wrote it (anyone can write the marker)."""
+    lines = (c.body or "").rstrip().splitlines()
+    return (bool(lines) and lines[-1].strip() == DONE_MARKER.format(number=by)
+            and owned.same(c.author, me))
 
 
 def _provenance(series: Series, forge_repo: str, number: int) -> Provenance | None:
@@ -100,7 +112,8 @@ def _provenance(series: Series, forge_repo: str, number: int) -> Provenance | No
                 None)
 
 
-def check_by(series: Series, by: forgemod.PullInfo, forge_repo: str, base: str | None) -> None:
+def check_by(series: Series, by: forgemod.PullInfo, forge_repo: str, base: str | None,
+             forge: forgemod.Forge) -> None:
     prov = _provenance(series, forge_repo, by.number)
     if by.state != "open" and not by.merged:
         raise Refused(f"#{by.number} is closed without being merged: a closed PR supersedes "
@@ -108,17 +121,24 @@ def check_by(series: Series, by: forgemod.PullInfo, forge_repo: str, base: str |
     if prov is not None and prov.role != "consolidated":
         raise Refused(f"#{by.number} is recorded as {prov.role} in the manifest of "
                       f"{series.name}: it cannot supersede other PRs")
-    if series.name not in prbody.marked_series(by.body) and prov is None:
+    marked = series.name in prbody.marked_series(by.body)
+    if not marked and prov is None:
         raise Refused(f"#{by.number} does not carry series {series.name}: its body does not "
                       "start with carry's marker for it and the manifest names no consolidated "
                       f"PR #{by.number}")
+    if prov is None and not owned.pull_is_mine(forge, forge_repo, by):
+        raise Refused(f"#{by.number} is not carry's PR for series {series.name}: its body "
+                      f"starts with carry's marker, but it was "
+                      f"{owned.whose(forge, forge_repo, by)}; the manifest names no "
+                      f"consolidated PR #{by.number}")
     if base and by.base != base:
         raise Refused(f"#{by.number} targets {by.base}, not --base {base}")
 
 
 @dataclass
 class _Commits:
-    """The patch-ids of each commit a PR adds on top of the base, read from refs/pull/N/head."""
+    """The ids of each change a PR adds on top of the base, read from refs/pull/N/head:
+    verbatim, merges included (`Repo.change_ids`)."""
 
     repo: Repo
     remote: str
@@ -132,7 +152,7 @@ class _Commits:
             return None
         head = self.repo.rev_parse(ref)
         mb = self.repo.merge_base(self.base, head) or self.base
-        return [pid for pid, _ in self.repo.log_patch_ids([f"{mb}..{head}"])]
+        return [pid for pid, _ in self.repo.change_ids(mb, head)]
 
 
 def _evaluate(series: Series, p: forgemod.PullInfo, by: forgemod.PullInfo, forge_repo: str,
@@ -148,7 +168,7 @@ def _evaluate(series: Series, p: forgemod.PullInfo, by: forgemod.PullInfo, forge
         matched.append(f"provenance: {prov.role}")
     shared = sorted({ids[pid] for pid in theirs or [] if pid in ids})
     if shared:
-        matched.append(f"shares {len(shared)} series patch(es) by patch-id")
+        matched.append(f"shares {len(shared)} series patch(es) by verbatim patch-id")
     look = Looked(p.number, p.title, p.author, p.base, matched, "keep", "")
     if not matched:
         look.verdict = "unrelated"
@@ -207,17 +227,51 @@ def _machine_lock(api: str, forge_repo: str, by: int) -> Iterator[None]:
 
 def _comment_once(forge: forgemod.Forge, forge_repo: str, look: Looked,
                   by: forgemod.PullInfo, series: Series) -> None:
-    if any(_is_done(c.body, by.number) for c in forge.comments(forge_repo, look.number)):
+    me = forge.me()
+    if any(_is_done(c, by.number, me) for c in forge.repo(forge_repo).comments(look.number)):
         look.actions.append("comment already posted")
         return
-    mine = forge.comment(forge_repo, look.number, comment_text(by, series, look.matched))
-    first = min(c.id for c in forge.comments(forge_repo, look.number)
-                if _is_done(c.body, by.number) or c.id == mine.id)
+    mine = forge.repo(forge_repo).comment(look.number, comment_text(by, series, look.matched))
+    first = min(c.id for c in forge.repo(forge_repo).comments(look.number)
+                if _is_done(c, by.number, me) or c.id == mine.id)
     if first != mine.id:  # another machine's run posted first: keep one comment
-        forge.delete_comment(forge_repo, look.number, mine.id)
+        forge.repo(forge_repo).delete_comment(look.number, mine.id)
         look.actions.append("comment already posted by another run; deleted the duplicate")
     else:
         look.actions.append("commented")
+
+
+def _unrecorded(forge: forgemod.Forge, series: Series, forge_repo: str,
+                by: forgemod.PullInfo) -> list[Looked]:
+    """The PRs an earlier run closed for #N without recording them: killed after GitHub
+    answered the close, or the series could not be written. GitHub keeps carry's comment
+    whatever became of the run, so they are found by it (the token's account, #N's marker),
+    in one listing of the comments written since #N was opened."""
+    me = forge.me()
+    numbers = sorted({n for n, c in forge.repo(forge_repo).comments_since(by.created)
+                      if n != by.number and _is_done(c, by.number, me)})
+    out = []
+    for n in numbers:
+        prov = _provenance(series, forge_repo, n)
+        if prov is not None and (prov.state, prov.superseded_by) == (
+                "closed", f"{forge_repo}#{by.number}"):
+            continue
+        p = forge.repo(forge_repo).pull(n)
+        if p.state == "closed" and not p.merged:  # open: looked at as any open PR is
+            out.append(Looked(p.number, p.title, p.author, p.base,
+                              [f"carry's comment: superseded by #{by.number}"], "record",
+                              "closed by an earlier run that did not record it"))
+    return out
+
+
+def _check_writable(series: Series) -> None:
+    """Before the first comment: PRs closed into a series that cannot be written would be
+    recorded only by a later run."""
+    for path in (series.root, series.root.parent):
+        if not os.access(path, os.W_OK):
+            raise CarryError(f"cannot write series {series.name}: {path} is read-only, and "
+                             "supersede records each PR it closes there; nothing was closed",
+                             hint="make it writable, then run again")
 
 
 def _record(loaded: Series, forge_repo: str, by: forgemod.PullInfo,
@@ -234,7 +288,7 @@ def _record(loaded: Series, forge_repo: str, by: forgemod.PullInfo,
 def _update(series: Series, forge_repo: str, by: forgemod.PullInfo,
             closed: list[Looked]) -> list[str]:
     changes = []
-    for look in closed:
+    for look in sorted(closed, key=lambda x: x.number):  # whichever run closed which
         pr = f"{forge_repo}#{look.number}"
         prov = _provenance(series, forge_repo, look.number)
         if prov is None:
@@ -256,13 +310,15 @@ def _update(series: Series, forge_repo: str, by: forgemod.PullInfo,
 
 def run(series: Series, forge_repo: str, by_number: int, repo: Repo | None, remote: str,
         base: str | None, opts: Options, access: forgemod.Access) -> SupersedeResult:
+    from carry.series.locks import series_lock
+
     if opts.label is None:
         opts = dataclasses.replace(opts, label=series.manifest.supersede.label)
     forge = access.connect()
-    by = forge.pull(forge_repo, by_number)
-    check_by(series, by, forge_repo, base)
+    by = forge.repo(forge_repo).pull(by_number)
+    check_by(series, by, forge_repo, base, forge)
     if by.merged:
-        by = dataclasses.replace(by, merge_sha=forge.merge_sha(forge_repo, by.number))
+        by = dataclasses.replace(by, merge_sha=forge.repo(forge_repo).merge_sha(by.number))
     target = base or by.base
     state = "merged" if by.merged else "draft" if by.draft else "open"
     result = SupersedeResult(series.name, forge_repo, by.number, state, target,
@@ -278,31 +334,49 @@ def run(series: Series, forge_repo: str, by_number: int, repo: Repo | None, remo
             raise CarryError(f"base {target} is in neither {remote}/{target} nor {repo.path}",
                              hint=f"git fetch {remote} {target}")
         commits = _Commits(repo, remote, base_commit)
-        ids = prmod.series_patch_ids(repo, [series]) if series.patches() else {}
+        ids = _series_ids(repo, series)
         theirs = commits.of(by.number)
         by_ids = set(theirs) if theirs is not None else None
-    for p in forge.open_pulls(forge_repo):
+    for p in forge.repo(forge_repo).open_pulls():
         if p.number != by.number:
             result.pulls.append(_evaluate(series, p, by, forge_repo, target, commits, ids or {},
                                           by_ids, opts))
     closing = [x for x in result.pulls if x.verdict == "close"]
     result.closing = [x.number for x in closing]
+    result.unrecorded = _unrecorded(forge, series, forge_repo, by)
     if not opts.apply:
+        me = forge.me()
         for look in closing:
-            done = any(_is_done(c.body, by.number) for c in forge.comments(forge_repo,
-                                                                             look.number))
+            done = any(_is_done(c, by.number, me)
+                       for c in forge.repo(forge_repo).comments(look.number))
             look.actions = ["comment already posted" if done else "would comment",
                             *([f"would label {opts.label}"] if opts.label else []),
                             "would close"]
+        for look in result.unrecorded:
+            look.actions = ["would record"]
         return result
-    with _machine_lock(forge.url, forge_repo, by.number):
+    if not closing and not result.unrecorded:
+        return result
+    _check_writable(series)
+    with _machine_lock(forge.url, forge_repo, by.number), \
+            series_lock(series.root.parent, series.name):
         for look in closing:
             _comment_once(forge, forge_repo, look, by, series)
             if opts.label:
-                forge.add_label(forge_repo, look.number, opts.label)
+                forge.repo(forge_repo).add_label(look.number, opts.label)
                 look.actions.append(f"labelled {opts.label}")
-            forge.edit_pull(forge_repo, look.number, state="closed")
+            forge.repo(forge_repo).edit_pull(look.number, state="closed")
             look.actions.append("closed")
-        if closing:
-            result.provenance = _record(series, forge_repo, by, closing)
+        result.provenance = _record(series, forge_repo, by, [*closing, *result.unrecorded])
+        for look in result.unrecorded:
+            look.actions = ["recorded"]
     return result
+
+
+def _series_ids(repo: Repo, series: Series) -> dict[str, str]:
+    """verbatim patch-id -> `name/file` of the series' patches, compared as `change_ids`."""
+    from carry.series import patches as patchmod
+
+    loaded = [patchmod.load(p.path, p.number) for p in series.patches()]
+    ids = repo.diff_patch_ids([p.diff for p in loaded], verbatim=True) if loaded else []
+    return {pid: f"{series.name}/{p.file}" for p, pid in zip(loaded, ids, strict=True) if pid}

@@ -24,6 +24,7 @@ from carry.rebase import state as st
 from carry.rebase import trial as trialmod
 from carry.rebase.checkout import remove as _remove_worktree
 from carry.rebase.checkout import stop as _stop
+from carry.replay import rerere
 from carry.replay import targets as targetmod
 from carry.replay.engine import (
     Conflict,
@@ -33,7 +34,7 @@ from carry.replay.engine import (
     replay_target,
     run_steps,
 )
-from carry.replay.resolution import take_resolution
+from carry.replay.resolution import record, take_recorded, take_resolution
 from carry.replay.reuse import keep_existing
 from carry.replay.targets import ResolvedTarget
 from carry.series.store import Series
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from carry.replay.chain import Carried
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Options:
     onto: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
@@ -74,6 +75,7 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
     if opts.fetch:
         targetmod.fetch(series, repo)
     tlist = targetmod.resolve(series, repo, opts.onto, opts.targets)
+    rerere.load(series.root)  # a damaged resolution is bad input, before any replay
     if opts.refresh and len(tlist) != 1:
         raise CarryError(f"--refresh writes one new version, but {len(tlist)} targets were "
                          "given", hint="pick one with --onto or --target")
@@ -244,8 +246,9 @@ def resume(series: Series, repo: Repo, action: str,
            which: Sequence[str] = ()) -> list[TargetResult]:
     """`--continue` or `--skip` on the stopped target(s). A skip (or a resolution that adds
     nothing) takes the forecast's trial up to the next stop, merging nothing; a resolution
-    replays the rest. `--continue` with no worktree yet makes it and stays stopped: there is
-    nothing to take until a maintainer has resolved in it."""
+    replays the rest. `--continue` at a stop with no worktree yet takes a resolution recorded
+    since on another target, or else makes the worktree and stays stopped: there is nothing
+    to take until a maintainer has resolved in it."""
     states = _pick(repo, series, which)
     if len(states) > 1:
         names = ", ".join(s["target"]["name"] for s in states)
@@ -265,15 +268,28 @@ def resume(series: Series, repo: Repo, action: str,
     refresh = bool(state["refresh"])
     if state["phase"] == "conflict":
         step, trial = steps[pos], st.trial(state)
-        if action == "continue" and not st.ready(state):
-            _stop(series, repo, result, t, branch, refresh,
-                  Replayed(result, pos, state["paths"], head, trial), make=True)
-            return [result]
         if action == "skip":
             step.status, step.reason = "skipped", "left out with --skip"
+        elif not st.ready(state):  # no worktree holds this stop yet
+            resolved = take_recorded(series, repo, step, head, repo.committer_ident())
+            if resolved is None:
+                _stop(series, repo, result, t, branch, refresh,
+                      Replayed(result, pos, state["paths"], head, trial), make=True)
+                return [result]
+            head = resolved
         else:
-            head = take_resolution(repo, Path(state["worktree"]), step, head, state["paths"],
-                                   repo.committer_ident())
+            committer = repo.committer_ident()
+            try:
+                resolved = take_resolution(repo, Path(state["worktree"]), step, head,
+                                           state["paths"], committer)
+            except CarryError:  # markers left: resolved since on another target, recorded?
+                resolved = take_recorded(series, repo, step, head, committer) or ""
+                if not resolved:
+                    raise
+            else:
+                result.recorded = record(series, repo, step, head, resolved,
+                                         f"{t.name} {t.sha[:12]}")
+            head = resolved
         taken = trialmod.take(repo, steps, trial, pos, head, t.sha) if trial else None
         if taken is not None and taken[1] is not None:
             _stop(series, repo, result, t, branch, refresh,
@@ -281,17 +297,17 @@ def resume(series: Series, repo: Repo, action: str,
             return [result]
         for later in steps[pos + 1:] if taken is None else ():
             if later.status == "would-conflict":  # a forecast: replayed for real now
-                later.status, later.forecast = "pending", []
+                later.status, later.forecast, later.cause, later.builds_on = "pending", [], None, ""
         head = head if taken is None else taken[0]
         state.update(phase="replaying", head=head, patches=[asdict(p) for p in steps],
                      ready=False, trial=[])  # the worktree stays, for the next stop
         st.write(path, state)
     if state["phase"] == "replaying":
         if any(s.status == "pending" for s in steps):  # none after a skip that took the trial
-            committer = repo.committer_ident()
-            head, stop, paths = run_steps(repo, steps, head, committer)
+            committer, recorded = repo.committer_ident(), rerere.load(series.root)
+            head, stop, paths = run_steps(repo, steps, head, committer, recorded=recorded)
             if stop is not None:
-                trial = forecast(repo, steps, stop, head, committer)
+                trial = forecast(repo, steps, stop, head, committer, recorded, onto=t.sha)
                 _stop(series, repo, result, t, branch, refresh,
                       Replayed(result, stop, paths, head, trial))
                 return [result]
@@ -346,6 +362,9 @@ def changelog_line(result: TargetResult) -> str:
     resolved = [p.file[:4] for p in result.patches if p.reason == "conflict resolved"]
     if resolved:
         parts.append("conflicts resolved in " + ", ".join(resolved))
+    recorded = [p.file[:4] for p in result.patches if p.resolutions]
+    if recorded:
+        parts.append("recorded resolutions applied in " + ", ".join(recorded))
     skipped = [p.file[:4] for p in result.patches if p.status == "skipped"]
     if skipped:
         parts.append("skipped " + ", ".join(skipped))

@@ -5,12 +5,18 @@ Each version is committed onto its own recorded base through the same cached cha
 uses, so comparing versions that were rebased before costs no patch application. An empty side
 (a version whose patches upstream absorbed) goes through the three-argument form, which git 2.39
 accepts where `A..A B..C` fails with "need two commit ranges".
+
+The output is git's: a line per pair of patches and, under a changed pair, the diff between
+its two versions (the inner diff), unless `patch` is off (`--no-patch`). `--json` gives the
+same as `pairs`, each with its inner diff. `creation_factor` is git's `--creation-factor`: a
+patch that changed much reads as one patch removed and another added until it is raised.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from carry.base.errors import CarryError
 from carry.git import Repo
@@ -29,23 +35,88 @@ class Side:
 
 
 @dataclass(frozen=True)
+class Pair:
+    """One line of git's output: a patch of the old side, of the new, or one of each."""
+
+    old: int | None  # position on its side, from 1; None when the patch is on one side only
+    old_commit: str
+    status: str  # same | changed | removed (old only) | added (new only)
+    new: int | None
+    new_commit: str
+    subject: str
+    diff: str = ""  # the inner diff of a changed pair, as git shows it
+
+
+@dataclass(frozen=True)
 class RangeDiff:
     series: str
     old: Side
     new: Side
     output: str
+    resolutions: list[str] = field(default_factory=list)  # "+ NAME", "- NAME", "~ NAME"
+    pairs: list[Pair] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Options:
+    color: bool = False
+    creation_factor: int | None = None  # git's --creation-factor, a percentage
+    patch: bool = True  # the inner diff of each changed pair
+
+
+_STATUS = {"=": "same", "!": "changed", "<": "removed", ">": "added"}
+_PAIR = re.compile(r"^\s*(\d+|-):\s+([0-9a-f]+|-+) ([=!<>]) \s*(\d+|-):\s+([0-9a-f]+|-+) (.*)$")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def pairs(output: str) -> list[Pair]:
+    """git range-diff's lines as pairs, each with the indented inner diff that follows it."""
+    out: list[Pair] = []
+    inner: list[str] = []
+
+    def close() -> None:
+        if out and inner:
+            last = out.pop()
+            out.append(Pair(last.old, last.old_commit, last.status, last.new, last.new_commit,
+                            last.subject, "".join(inner)))
+        inner.clear()
+
+    for line in _ANSI.sub("", output).splitlines(keepends=True):
+        m = _PAIR.match(line.rstrip("\n"))
+        if m is None:
+            inner.append(line)
+            continue
+        close()
+        a, sha_a, mark, b, sha_b, subject = m.groups()
+        out.append(Pair(int(a) if a != "-" else None, sha_a.strip("-"), _STATUS[mark],
+                        int(b) if b != "-" else None, sha_b.strip("-"), subject))
+    close()
+    return out
 
 
 def run(series: Series, repo: Repo, old: str, new: str | None = None,
-        against: str | None = None, color: bool = False) -> RangeDiff:
+        against: str | None = None, opts: Options | None = None) -> RangeDiff:
     if new and against:
         raise CarryError("give either a second version or --against, not both")
     for rev in (against.split("..", 1) if against else []):  # a typo fails before any write
         repo.rev_parse(rev or "HEAD")
+    opts = opts or Options()
+    if opts.creation_factor is not None and opts.creation_factor < 0:
+        raise CarryError(f"--creation-factor {opts.creation_factor}: expected a percentage >= 0")
     a = version_side(series, repo, old)
     b = ref_side(series, repo, against, a) if against else version_side(series, repo,
                                                                         new or "current")
-    return RangeDiff(series.name, a, b, compare(repo, a, b, color))
+    moved = [] if against else resolutions_moved(series, old, new or "current")
+    output = compare(repo, a, b, opts)
+    return RangeDiff(series.name, a, b, output, resolutions=moved, pairs=pairs(output))
+
+
+def resolutions_moved(series: Series, old: str, new: str) -> list[str]:
+    """The recorded resolutions one version has and the other not (+ added, - removed, ~
+    changed): they are part of a version, but no commit of range-diff shows them."""
+    a, b = versions.read(series, old).resolutions, versions.read(series, new).resolutions
+    return [f"{'+' if n not in a else '-' if n not in b else '~'} {n}"
+            for n in sorted(a.keys() | b.keys()) if a.get(n) != b.get(n)]
 
 
 def version_side(series: Series, repo: Repo, version: str) -> Side:
@@ -90,16 +161,22 @@ def ref_side(series: Series, repo: Repo, against: str, old: Side) -> Side:
         if not candidates:
             raise CarryError(f"cannot tell where {against} starts",
                              hint="pass --against BASE..HEAD")
-        counted = [(len(repo.rev_list(f"{c}..{head}")), c) for c in sorted(candidates)]
+        counted = [(len(repo.rev_list(c, head)), c) for c in sorted(candidates)]
         base = min(counted)[1]
-    return Side(against, base, head, len(repo.rev_list(f"{base}..{head}")))
+    return Side(against, base, head, len(repo.rev_list(base, head)))
 
 
-def compare(repo: Repo, a: Side, b: Side, color: bool = False) -> str:
+def compare(repo: Repo, a: Side, b: Side, opts: Options | None = None) -> str:
+    o = opts or Options()
+
+    def diff(old: tuple[str, str], new: tuple[str, str]) -> str:
+        return repo.range_diff(old, new, color=o.color, creation_factor=o.creation_factor,
+                               patch=o.patch)
+
     if a.count == 0 and b.count == 0:
         return ""
-    if a.count == 0:
-        return repo.range_diff(b.base, b.base, b.head, color=color)
+    if a.count == 0:  # an empty side is compared from the other's base
+        return diff((b.base, b.base), (b.base, b.head))
     if b.count == 0:
-        return repo.range_diff(a.base, a.head, a.base, color=color)
-    return repo.range_diff(f"{a.base}..{a.head}", f"{b.base}..{b.head}", color=color)
+        return diff((a.base, a.head), (a.base, a.base))
+    return diff((a.base, a.head), (b.base, b.head))

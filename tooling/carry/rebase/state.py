@@ -17,11 +17,13 @@ from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.replay.engine import PatchResult, TargetResult
 from carry.replay.targets import ResolvedTarget
+from carry.replay.why import valid_cause
 
 VERSION = 2
 PHASES = ("conflict", "replaying", "finishing")
 STATUSES = ("applied", "dropped", "conflict", "skipped", "pending", "would-conflict")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
+_NEWER = {"cause", "builds_on"}  # patch fields a state written before them lacks
 
 
 def state_dir(repo: Repo, series: str) -> Path:
@@ -145,8 +147,10 @@ def _invalid_patches(entries: Any) -> str:
     if not isinstance(entries, list):
         return "field 'trial' is not a list"
     for p in entries:
-        if not isinstance(p, dict) or set(p) != names:
+        if not isinstance(p, dict) or not names - _NEWER <= set(p) <= names:
             return "a patch entry does not have the fields of a patch"
+        if not isinstance(p.get("builds_on", ""), str) or not valid_cause(p.get("cause")):
+            return "a patch entry's cause or builds_on is not a commit and a patch file"
         if p["status"] not in STATUSES or not isinstance(p["number"], int):
             return f"a patch entry has status {p.get('status')!r}"
         if not isinstance(p["commit"], str) or p["commit"] and not _SHA.match(p["commit"]):

@@ -124,7 +124,8 @@ def _by_patch_id(repo: Repo, carried: Sequence[Carried], marked: set[str],
     theirs = sorted(marked - ours)
     mine: dict[str, str] = {}
     upstream: dict[str, str] = {}
-    for pid, commit in repo.log_patch_ids(["--no-walk", *(c.commit.sha for c in hit), *theirs]):
+    for pid, commit in repo.log_patch_ids([*(c.commit.sha for c in hit), *theirs],
+                                         no_walk=True):
         if commit in ours:
             mine[commit] = pid
         else:

@@ -1,6 +1,7 @@
-"""Replay a chain onto a target: the worktree-free merge-tree recipe (facts.md) with the graft
-and result commits written in-process, so a patch costs at most one `git merge-tree`, and a
-run of patches on disjoint paths costs one for the whole run.
+"""Replay a chain onto a target: the worktree-free merge-tree recipe (commit the target's tree on
+the patch's parent, merge that with the patch, commit the result onto the target) with the
+graft and result commits written in-process, so a patch costs at most one `git merge-tree`, and
+a run of patches on disjoint paths costs one for the whole run.
 
 The engine writes no ref, state or worktree: `rebase` decides what a result means for the
 user's branches, `validate` only needs the rebased tree.
@@ -13,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from carry.git import Ident, Repo
+from carry.replay import rerere
+from carry.replay import why as whymod
 from carry.replay.runs import PatchResult as PatchResult
 from carry.replay.runs import run_steps as run_steps
 from carry.replay.targets import ResolvedTarget
@@ -48,6 +51,14 @@ class TargetResult:
     conflict: Conflict | None = None
     message: str = ""
     refreshed: dict[str, Any] = field(default_factory=dict)
+    recorded: dict[str, Any] = field(default_factory=dict)  # what --continue recorded
+
+    json_extra = ("why",)
+
+    @property
+    def why(self) -> list[dict[str, Any]]:
+        """Each conflicting patch and why it conflicts, root conflicts first."""
+        return whymod.explain(self.patches)
 
     def count(self, status: str) -> int:
         return sum(1 for p in self.patches if p.status == status)
@@ -79,20 +90,36 @@ def steps_for(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchR
 
 
 def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
-             committer: Ident) -> list[PatchResult]:
+             committer: Ident, recorded: rerere.Recorded | None = None,
+             onto: str = "") -> list[PatchResult]:
     """Which later patches would conflict too: the rest of the series replayed with the
     stopping patch (and each further conflict) left out, on copies; each such patch gets its
     paths in `forecast` and the status `would-conflict`, which a resume turns back into
     `pending`. Returns that trial: it is exactly what `--skip` replays, so the rebase keeps
-    it in its state and a skip takes its commits instead of merging again."""
+    it in its state and a skip takes its commits instead of merging again. Given the target
+    commit `onto`, each conflict also gets its why (`replay.why`), worked out on another
+    thread while the forecast goes on."""
     trial = [replace(s) for s in steps]
     trial[stop].status = "skipped"
-    while True:
-        head, again, paths = run_steps(repo, trial, head, committer)
-        if again is None:
-            return trial
-        steps[again].status, steps[again].forecast = "would-conflict", paths
-        trial[again].status = "skipped"
+    why = whymod.Why(repo, steps, onto) if onto else None
+    try:
+        if why:
+            why.add(stop)
+        while True:
+            head, again, paths = run_steps(repo, trial, head, committer,
+                                             recorded=recorded)
+            if again is None:
+                break
+            steps[again].status, steps[again].forecast = "would-conflict", paths
+            if why:
+                why.add(again)
+            trial[again].status = "skipped"
+        if why:
+            why.finish()
+    finally:
+        if why:
+            why.close()
+    return trial
 
 
 def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carried],
@@ -102,11 +129,13 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
     The replay starts speculatively, as if nothing were dropped, while detection runs on the
     other core. Most rebases drop nothing and are done when both finish; otherwise the steps
     before the first dropped patch are kept (the same inputs give the same commits) and the
-    rest is replayed again."""
+    rest is replayed again. A conflict the series' recorded resolutions resolve does not
+    stop it (`rerere`)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from carry.replay.drops import find_drops
 
+    recorded = rerere.load(series.root)
     detector = repo.fork()
     m = series.manifest
     try:
@@ -114,7 +143,8 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
             future = pool.submit(find_drops, detector, carried, base, target.sha,
                                  m.provenance, m.upstream.repo)
             steps = steps_for(carried, {})
-            head, stop, paths = run_steps(repo, steps, target.sha, committer)
+            head, stop, paths = run_steps(repo, steps, target.sha, committer,
+                                          recorded=recorded)
             drops = future.result()
     finally:
         detector.close()
@@ -126,13 +156,14 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
             redo[i] = steps[i]
             head = steps[i].commit or head
         steps = redo
-        head, stop, paths = run_steps(repo, steps, head, committer)
+        head, stop, paths = run_steps(repo, steps, head, committer, recorded=recorded)
     elif stop is not None:  # the stop came before any drop: mark the later drops
         for step, c in zip(steps[stop + 1:], carried[stop + 1:], strict=True):
             if c.number in drops:
                 step.status, step.reason = "dropped", drops[c.number].reason
                 step.upstream = drops[c.number].upstream
-    trial = forecast(repo, steps, stop, head, committer) if stop is not None else []
+    trial = forecast(repo, steps, stop, head, committer, recorded, onto=target.sha) \
+        if stop is not None else []
     status = "applied" if stop is None else "conflict"
     result = TargetResult(series.name, target.name, target.ref, target.sha, status,
                           head if stop is None else "", steps)

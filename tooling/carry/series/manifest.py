@@ -151,8 +151,11 @@ class Manifest:
         for t in self.targets:
             if t.name == name:
                 return t
-        known = ", ".join(t.name for t in self.targets) or "none"
-        raise CarryError(f"unknown target {name!r} for series {self.name} (known: {known})")
+        from carry.base.suggest import did_you_mean
+
+        names = [t.name for t in self.targets]
+        raise CarryError(f"unknown target {name!r} for series {self.name} (known: "
+                         f"{', '.join(names) or 'none'})", hint=did_you_mean(name, names))
 
 
 NAME_RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -319,7 +322,15 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
 
 
 def _repository(r: _Reader) -> Repository:
-    return Repository(repo=r.text("repo"), url=r.text("url"), remote=r.text("remote"),
+    from carry.git import check_remote
+
+    remote = r.text("remote")
+    try:
+        if remote:
+            check_remote(remote)  # it reaches git fetch, ls-remote and push
+    except CarryError:
+        raise r.fail("remote", "a git remote name (not starting with '-')", remote) from None
+    return Repository(repo=r.text("repo"), url=r.text("url"), remote=remote,
                       branch=r.text("branch"), package=r.text("package"))
 
 

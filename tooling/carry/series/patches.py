@@ -138,6 +138,51 @@ def render(commit: RawCommit, formatted: bytes) -> bytes:
     return formatted[:head_end + 1] + lines + formatted[head_end + 1 :]
 
 
+def with_message(data: bytes, patch: Patch, message: bytes) -> bytes:
+    """The patch file `data` (read as `patch`) with its commit message replaced by `message`
+    (same subject), every other byte kept: the `From` line, author, date and diff. The
+    visible body is rewritten for `git am`; a patch that already kept its exact message in
+    X-Carry-Message, or whose new body `git am` would not give back exactly, gets `message`
+    there instead, and keeps its visible body. The result is read back before it is used."""
+    head_end = data.index(b"\n\n") + 1
+    seps = list(_STAT_END.finditer(data, head_end))
+    if not seps:
+        raise PatchError(f"{patch.file}: no diffstat after the message; import it again")
+    sep = seps[-1].start()
+    if "message" not in patch.verbatim:
+        _, _, rest = message.partition(b"\n")
+        plain = data[:head_end] + b"\n" + rest.removeprefix(b"\n") + data[sep:]
+        if _reads_as(plain, patch, message):
+            return plain
+    head = _drop_header(data[:head_end], _HEADER_MESSAGE)
+    exact = head + _fold(_HEADER_MESSAGE, message) + data[head_end:]
+    if not _reads_as(exact, patch, message):
+        raise PatchError(f"{patch.file}: cannot write the new message so that it reads back")
+    return exact
+
+
+def _reads_as(data: bytes, patch: Patch, message: bytes) -> bool:
+    try:
+        new = parse(patch.number, patch.file, data)
+    except PatchError:
+        return False
+    return (new.message, new.author, new.diff, new.origin, new.encoding) == (
+        message, patch.author, patch.diff, patch.origin, patch.encoding)
+
+
+def _drop_header(head: bytes, name: bytes) -> bytes:
+    """The header block without header `name` and its folded continuation lines."""
+    out: list[bytes] = []
+    dropping = False
+    for line in head.splitlines(keepends=True):
+        if line[:1] in (b" ", b"\t") and dropping:
+            continue
+        dropping = line.startswith(name + b": ")
+        if not dropping:
+            out.append(line)
+    return b"".join(out)
+
+
 def split_mail(mail: bytes) -> tuple[dict[str, str], bytes, bytes]:
     """(headers, message body, diff) as `git mailinfo -k` gives them: read in-process when
     the mail is plain (`mailsplit.plain`), so that neither import nor apply starts a process

@@ -1,4 +1,5 @@
-"""The series on disk: `series/<name>/series.toml`, `patches/NNNN-*.patch`, `cover.md`.
+"""The series on disk: `series/<name>/series.toml`, `patches/NNNN-*.patch`, `cover.md`, and
+the recorded conflict resolutions, `resolutions/NNNN-<id>.txt`.
 
 Order has one source of truth, the patch file names. A patch keeps its number for life: when
 upstream absorbs patch 0001, the file goes and 0002 stays 0002, so the policy exceptions, the
@@ -16,6 +17,7 @@ import os
 import re
 import stat
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,9 +48,13 @@ __all__ = [
     "COVER",
     "PATCH_DIR",
     "PATCH_NAME",
+    "RESOLUTION_DIR",
+    "RESOLUTION_NAME",
     "PatchFile",
     "Series",
     "series_dir",
+    "beside",
+    "where_hint",
     "list_series",
     "BadSeries",
     "Listing",
@@ -56,6 +62,8 @@ __all__ = [
     "find",
     "read_regular",
     "list_patches",
+    "list_resolutions",
+    "read_resolutions",
     "load",
     "write_series",
     "save_manifest",
@@ -80,6 +88,11 @@ MANIFEST = "series.toml"
 COVER = "cover.md"
 PATCH_DIR = "patches"
 PATCH_NAME = re.compile(r"^(\d{4})-[A-Za-z0-9._-]*\.patch$")
+# Recorded conflict resolutions (carry.replay.rerere): one text file per conflicted path,
+# NNNN (the patch) and the conflict's id; part of every version like the patches.
+RESOLUTION_DIR = "resolutions"
+RESOLUTION_NAME = re.compile(r"^(\d{4})-([0-9a-f]{16})\.txt$")
+RESOLUTION_LIMIT = 4 << 20  # a resolution file is read whole; a larger one is refused
 
 
 @dataclass
@@ -122,7 +135,10 @@ class Series:
 
 
 def series_dir(explicit: str | Path | None = None) -> Path:
-    """--series-dir, then $CARRY_SERIES_DIR, then `series/` of the current checkout."""
+    """--series-dir, then $CARRY_SERIES_DIR, then `series/` in the current directory or a
+    parent up to the top of its git checkout (the series checkout, run from anywhere in
+    it), then `beside` the checkout; with none, `series/` of the current checkout (where
+    `init` and `import` start one)."""
     given = explicit or os.environ.get("CARRY_SERIES_DIR")
     if given:
         root = Path(given).expanduser().resolve()
@@ -130,10 +146,69 @@ def series_dir(explicit: str | Path | None = None) -> Path:
             raise CarryError(f"--series-dir {root} is not a directory")
         return root
     here = Path.cwd().resolve()
-    for d in (here, *here.parents):
-        if (d / ".git").exists():
-            return d / "series"
-    return here / "series"
+    top = _checkout_top(here)
+    near = [d / "series" for d in (here, *here.parents) if top and d.is_relative_to(top)]
+    # In this checkout a series/ folder is the one, even empty (a new project's); beside it,
+    # only a folder that holds a series is taken.
+    found = next((d for d in near if _holds_series(d)), None) or next(
+        (d for d in near if d.is_dir()), None)
+    return found or next((d for d in beside(top) if _holds_series(d)), (top or here) / "series")
+
+
+def beside(top: Path | None) -> Iterator[Path]:
+    """Where else a user keeps series, looked at only when the current checkout has none:
+    `series/` beside the checkout, then the `series/` of the one sibling checkout that has
+    any (the README's layout: the series checkout next to the vLLM clone the user works
+    in). Several sibling checkouts with series are not guessed between: the error names
+    them."""
+    if top is None:
+        return
+    yield top.parent / "series"
+    siblings = sibling_series(top)
+    if len(siblings) == 1:
+        yield siblings[0]
+
+
+def _checkout_top(here: Path) -> Path | None:
+    return next((d for d in (here, *here.parents) if _has_git(d)), None)
+
+
+def _has_git(d: Path) -> bool:
+    try:
+        return (d / ".git").exists()
+    except OSError:  # a folder this user may not read is no checkout of theirs
+        return False
+
+
+def sibling_series(top: Path) -> list[Path]:
+    """The `series/` folders of the checkouts beside `top` that hold a series."""
+    try:
+        entries = sorted(top.parent.iterdir())
+    except OSError:
+        return []
+    return [d / "series" for d in entries
+            if d != top and _holds_series(d / "series") and _has_git(d)]
+
+
+def _holds_series(d: Path) -> bool:
+    try:
+        return d.is_dir() and any((c / MANIFEST).is_file() for c in d.iterdir() if c.is_dir())
+    except OSError:
+        return False
+
+
+def where_hint(root: Path) -> str:
+    """What to do when `root` is not where the series are: the flag, the variable, where
+    carry looked by default, and the sibling series folders it would not guess between."""
+    top = _checkout_top(Path.cwd().resolve())
+    several = [str(p) for p in sibling_series(top)] if top else []
+    shown = ", ".join(several[:3]) + (f" and {len(several) - 3} more" if len(several) > 3 else "")
+    found = f"; series folders beside this checkout: {shown}" if len(several) > 1 else ""
+    looked = ("series/ from here up to the top of this git checkout, beside it, and in the "
+              "one sibling checkout that has one" if top else "./series (outside a git "
+              "checkout)")
+    return f"pass --series-dir DIR or set CARRY_SERIES_DIR; by default carry looks in {looked}" \
+        + found
 
 
 def list_series(root: Path) -> list[Series]:
@@ -183,15 +258,22 @@ def find(root: Path, name: str) -> Series:
     if not (d / MANIFEST).exists():
         atomic.recover(d)  # a writer killed inside the swap's fallback
     if not (d / MANIFEST).exists():
-        known = ", ".join(s.name for s in list_series(root)) or "none"
-        raise CarryError(f"unknown series {name!r} in {root} (known: {known})")
+        from carry.base.suggest import did_you_mean
+
+        names = [s.name for s in list_series(root)]
+        raise CarryError(f"unknown series {name!r} in {root} (known: "
+                         f"{', '.join(names) or 'none'})",
+                         hint=did_you_mean(name, names) or (
+                             "pass --series-dir DIR or set CARRY_SERIES_DIR for another folder"
+                             if names else where_hint(root)))
     return load(d)
 
 
-def read_regular(path: Path) -> bytes | None:
+def read_regular(path: Path, limit: int | None = None) -> bytes | None:
     """The bytes of a regular file, None when it is absent. A symlink is refused, dangling or
     not: a series is published (PR bodies, patches), so a `cover.md` linked to
-    /proc/self/environ or to a file outside the series must never be read."""
+    /proc/self/environ or to a file outside the series must never be read. A file larger
+    than `limit` is refused before it is read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -202,9 +284,14 @@ def read_regular(path: Path) -> bytes | None:
                              "inside a series directory",
                              hint="replace the link with the file itself") from None
         raise CarryError(f"{path}: cannot read: {exc.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a directory, fifo or device
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # a directory, fifo or device
         os.close(fd)
         raise CarryError(f"{path}: not a regular file")
+    if limit is not None and info.st_size > limit:
+        os.close(fd)
+        raise CarryError(f"{path}: {info.st_size} bytes, more than the {limit} carry reads "
+                         "for such a file")
     with os.fdopen(fd, "rb") as fh:
         return fh.read()
 
@@ -240,6 +327,35 @@ def list_patches(pdir: Path) -> list[PatchFile]:
     return out
 
 
+def list_resolutions(rdir: Path) -> list[Path]:
+    """The recorded resolutions' files, by name; a link, a folder or a stray name in
+    `resolutions/` is refused as in `patches/`, so nothing outside the series is read."""
+    refuse_link(rdir)
+    if rdir.exists() and not rdir.is_dir():
+        raise CarryError(f"{rdir}: not a directory (resolutions/ holds recorded resolutions)")
+    if not rdir.is_dir():
+        return []
+    out = []
+    for p in sorted(rdir.iterdir()):
+        if p.name.startswith("."):
+            continue
+        refuse_link(p)
+        if not RESOLUTION_NAME.match(p.name):
+            raise CarryError(f"{p}: not a resolution file name (expected NNNN-<16 hex>.txt)")
+        out.append(p)
+    return out
+
+
+def read_resolutions(root: Path) -> dict[str, bytes]:
+    """The bytes of every resolution file of the series folder `root`, by file name."""
+    out = {}
+    for p in list_resolutions(root / RESOLUTION_DIR):
+        data = read_regular(p, RESOLUTION_LIMIT)
+        if data is not None:
+            out[p.name] = data
+    return out
+
+
 def load(root: Path) -> Series:
     path = root / MANIFEST
     refuse_link(root)
@@ -261,11 +377,12 @@ def load(root: Path) -> Series:
 
 def write_series(
     root: Path, manifest: Manifest, patches: dict[str, bytes] | None, cover: str | None = None,
-    also: dict[str, bytes] | None = None,
+    also: dict[str, bytes] | None = None, resolutions: dict[str, bytes] | None = None,
 ) -> bool:
     """Write a whole series directory atomically; returns False when no byte would change.
 
     `patches` maps file names to bytes and replaces the patch set; None keeps the current one.
+    `resolutions` does the same for `resolutions/` (None keeps the folder as it is).
     `also` adds files (by path in the directory) in the same step: a version kept aside.
     """
     check_name(root.name)
@@ -280,14 +397,22 @@ def write_series(
     old_cover = _text(root / COVER)
     new_cover = old_cover if cover is None else cover
     old_manifest = _text(root / MANIFEST)
-    if (old_manifest, old_patches, old_cover) == (manifest_text, new_patches, new_cover):
+    for fname in resolutions or {}:
+        if not RESOLUTION_NAME.match(fname):
+            raise CarryError(f"{root}: cannot write {fname!r}: not a resolution file name")
+    same = resolutions is None or resolutions == read_resolutions(root)
+    if same and (old_manifest, old_patches, old_cover) == (manifest_text, new_patches,
+                                                           new_cover):
         return False
     files = {f"{PATCH_DIR}/{fname}": data for fname, data in new_patches.items()}
     if new_cover is not None:
         files[COVER] = new_cover.encode("utf-8")
     files[MANIFEST] = manifest_text.encode("utf-8")
+    files.update({f"{RESOLUTION_DIR}/{fname}": data
+                  for fname, data in (resolutions or {}).items()})
+    written = (MANIFEST, COVER, PATCH_DIR) + (() if resolutions is None else (RESOLUTION_DIR,))
     atomic.write_dir(root, {**files, **(also or {})}, [PATCH_DIR],
-                     keep=lambda name: name not in (MANIFEST, COVER, PATCH_DIR))
+                     keep=lambda name: name not in written)
     return True
 
 

@@ -77,3 +77,13 @@ def is_person(value: str) -> bool:
 
 def find(trailers: list[Trailer], key: str) -> list[Trailer]:
     return [t for t in trailers if t.is_(key)]
+
+
+def append(message: bytes, line: bytes) -> bytes:
+    """`message` with the trailer `line` added where `git commit -s` puts a sign-off: at the end
+    of its trailer block, or as a new last paragraph when it has none. Every other byte stays,
+    the newlines after the last line too."""
+    nl = b"\r\n" if b"\r\n" in message else b"\n"
+    body = message.rstrip(b"\r\n")
+    tail = message[len(body):]
+    return body + (nl if parse(message) else nl + nl) + line + (tail or b"")

@@ -9,21 +9,35 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from carry.base.errors import CarryError
+from carry.base.suggest import did_you_mean
 from carry.git import Repo
-from carry.series.store import MANIFEST, PATCH_DIR, PATCH_NAME, ChangelogEntry, Manifest, Series
+from carry.series.store import (
+    MANIFEST,
+    PATCH_DIR,
+    PATCH_NAME,
+    RESOLUTION_DIR,
+    RESOLUTION_NAME,
+    ChangelogEntry,
+    Manifest,
+    Series,
+    read_resolutions,
+)
 
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One version's files: the manifest text and the patches by file name."""
+    """One version's files: the manifest text, the patches and the recorded resolutions, by
+    file name."""
 
     version: str
     manifest: str
     patches: dict[str, bytes]
+    resolutions: dict[str, bytes] = field(default_factory=dict)
 
 
 def tag_name(series: str, version: int) -> str:
@@ -68,26 +82,36 @@ def read(series: Series, version: str) -> Snapshot:
     if version == "current" or (number.isdigit() and int(number) == series.manifest.version
                                 and not _has_tag(series, int(number))):
         current = {p.name: p.read() for p in series.patches()}
-        return Snapshot(version, series.manifest_path.read_text("utf-8"), current)
+        return Snapshot(version, series.manifest_path.read_text("utf-8"), current,
+                        read_resolutions(series.root))
     if not number.isdigit():
-        raise CarryError(f"bad version {version!r}: expected vN or 'current'")
+        raise CarryError(f"bad version {version!r}: expected vN or 'current'",
+                         hint=did_you_mean(version, ["current"]))
     repo = toolkit_repo(series)
     if repo is None:
         return _read_outside_git(series, version, int(number))
     name = tag_name(series.name, int(number))
     tree = repo.try_rev_parse(f"refs/tags/{name}", "tree")
     if tree is None:
-        known = ", ".join(t.rsplit("/", 1)[-1]
-                          for t in repo.version_tags(f"series/{series.name}/v*"))
-        raise CarryError(f"no version {version} of {series.name} (known: {known or 'none'})")
-    files: dict[str, bytes] = {}
-    sub = repo.tree_lookup(tree, PATCH_DIR.encode())
-    for raw, (_, sha) in (repo.tree_items(sub[1]) if sub else {}).items():
-        fname = raw.decode("utf-8", "surrogateescape")
-        if PATCH_NAME.match(fname):
-            files[fname] = repo.read_object(sha)[2]
+        known = [t.rsplit("/", 1)[-1] for t in repo.version_tags(f"series/{series.name}/v*")]
+        raise CarryError(f"no version {version} of {series.name} (known: "
+                         f"{', '.join(known) or 'none'})",
+                         hint=did_you_mean(version, [*known, "current"]))
+    files = _tree_files(repo, tree, PATCH_DIR, PATCH_NAME)
     manifest = (repo.show_file(tree, MANIFEST) or b"").decode("utf-8")
-    return Snapshot(version, manifest, dict(sorted(files.items())))
+    return Snapshot(version, manifest, files,
+                    _tree_files(repo, tree, RESOLUTION_DIR, RESOLUTION_NAME))
+
+
+def _tree_files(repo: Repo, tree: str, folder: str, names: re.Pattern[str]) -> dict[str, bytes]:
+    """The regular files of `folder` in a version's tree whose names fit, by name."""
+    files: dict[str, bytes] = {}
+    sub = repo.tree_lookup(tree, folder.encode())
+    for raw, (mode, sha) in (repo.tree_items(sub[1]) if sub else {}).items():
+        fname = raw.decode("utf-8", "surrogateescape")
+        if names.match(fname) and mode in (b"100644", b"100755"):
+            files[fname] = repo.read_object(sha)[2]
+    return dict(sorted(files.items()))
 
 
 def _has_tag(series: Series, number: int) -> bool:
@@ -103,7 +127,7 @@ KEPT = ".versions"
 
 
 def _keep_outside_git(series: Series) -> str:
-    """With no repository to tag in, copy the version's manifest and patches to
+    """With no repository to tag in, copy the version's manifest, patches and resolutions to
     `.versions/vN/` (written aside, then renamed in), so `--refresh` never loses it."""
     import shutil
     import tempfile
@@ -118,6 +142,11 @@ def _keep_outside_git(series: Series) -> str:
         shutil.copyfile(series.manifest_path, tmp / MANIFEST)
         for p in series.patches():
             shutil.copyfile(p.path, tmp / PATCH_DIR / p.name)
+        resolutions = read_resolutions(series.root)
+        if resolutions:
+            (tmp / RESOLUTION_DIR).mkdir()
+        for name, data in resolutions.items():
+            (tmp / RESOLUTION_DIR / name).write_bytes(data)
         tmp.rename(dest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -131,18 +160,20 @@ def _read_outside_git(series: Series, version: str, number: int) -> Snapshot:
             series.root / KEPT).is_dir() else []
         raise CarryError(f"no version {version} of {series.name} in {series.root / KEPT} "
                          f"(kept: {', '.join(kept) or 'none'})",
-                         hint="outside a git checkout, `rebase --refresh` keeps old versions "
-                              "there")
+                         hint=did_you_mean(version, kept) or "outside a git checkout, "
+                         "`rebase --refresh` keeps old versions there")
     files = {p.name: p.read_bytes() for p in sorted((d / PATCH_DIR).iterdir())
              if PATCH_NAME.match(p.name) and p.is_file() and not p.is_symlink()}
-    return Snapshot(version, (d / MANIFEST).read_text("utf-8"), files)
+    return Snapshot(version, (d / MANIFEST).read_text("utf-8"), files, read_resolutions(d))
 
 
 def write_next(root: Path, manifest: Manifest, files: dict[str, bytes], summary: str,
-               today: str | None = None) -> tuple[int, str]:
-    """The one way a new version of a series is made, by import and by refresh alike: the
-    version before it is tagged (so range-diff can reach it), the number goes up by one with
-    one changelog line, the directory is swapped in atomically, and the new version tagged.
+               today: str | None = None, resolutions: dict[str, bytes] | None = None
+               ) -> tuple[int, str]:
+    """The one way a new version of a series is made, by import, refresh and a recorded
+    resolution alike: the version before it is tagged (so range-diff can reach it), the
+    number goes up by one with one changelog line, the directory is swapped in atomically,
+    and the new version tagged. `resolutions` replaces `resolutions/` (None keeps it).
     Outside a checkout the new version's kept copy is written in the same swap as the
     series. Returns the version and its tag ("" when there is nowhere to keep one)."""
     from carry.series.store import dump_manifest, find, write_series
@@ -162,8 +193,10 @@ def write_next(root: Path, manifest: Manifest, files: dict[str, bytes], summary:
         kept_dir = f"{KEPT}/v{manifest.version}"
         also = {} if repo is not None or (root / kept_dir).is_dir() else {
             f"{kept_dir}/{MANIFEST}": dump_manifest(manifest).encode("utf-8"),
-            **{f"{kept_dir}/{PATCH_DIR}/{name}": data for name, data in files.items()}}
-        write_series(root, manifest, files, also=also)
+            **{f"{kept_dir}/{PATCH_DIR}/{name}": data for name, data in files.items()},
+            **{f"{kept_dir}/{RESOLUTION_DIR}/{name}": data for name, data in (
+                read_resolutions(root) if resolutions is None else resolutions).items()}}
+        write_series(root, manifest, files, also=also, resolutions=resolutions)
         kept = ""
         with contextlib.suppress(CarryError):
             kept = f"{KEPT}/v{manifest.version}" if repo is None else (
@@ -186,7 +219,7 @@ def restore(series: Series, version: int) -> bool:
     snap = read(series, f"v{version}")
     manifest = parse_manifest(series.manifest_path, tomllib.loads(snap.manifest))
     newer = range(version + 1, series.manifest.version + 1)
-    write_series(series.root, manifest, snap.patches)
+    write_series(series.root, manifest, snap.patches, resolutions=snap.resolutions)
     repo = toolkit_repo(series)
     for n in newer:
         if repo is None:
@@ -194,3 +227,25 @@ def restore(series: Series, version: int) -> bool:
         elif repo.ref_exists(f"refs/tags/{tag_name(series.name, n)}"):
             repo.set_ref(f"refs/tags/{tag_name(series.name, n)}", None, ANY, reflog=False)
     return True
+
+
+def commit_command(root: Path | str, version: int) -> str:
+    """The git command that commits series folder `root` at `version` in its checkout (a new
+    version is written, and tagged, but left uncommitted: the maintainer commits it), or ""
+    outside a git checkout."""
+    import shlex
+
+    root = Path(root)
+    try:
+        repo = Repo.open(root)
+    except CarryError:
+        return ""
+    try:
+        rel = shlex.quote(str(root.resolve().relative_to(repo.path)))
+    except ValueError:
+        return ""
+    finally:
+        repo.close()
+    top = shlex.quote(str(repo.path))
+    message = shlex.quote(f"{root.name} v{version}")
+    return f"git -C {top} add -- {rel} && git -C {top} commit -m {message} -- {rel}"

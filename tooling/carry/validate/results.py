@@ -214,6 +214,7 @@ class Report:
     baseline: Baseline | None = None
     cached: bool = False
     cached_for: str = ""  # on a cache hit: this run's result commit, with the same tree
+    resolved: list[str] = field(default_factory=list)  # "FILE: why", by recorded resolutions
 
     @property
     def exit_code(self) -> int:

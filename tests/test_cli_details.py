@@ -1,5 +1,5 @@
-"""F12 item 6: a refreshed series says how to commit it (and the command works), the help
-and README say so, and ci/demo.sh leaves nothing in $TMPDIR."""
+"""A refreshed series says how to commit it (and the command works), the help and README say so,
+and ci/demo.sh leaves nothing in $TMPDIR."""
 
 from __future__ import annotations
 

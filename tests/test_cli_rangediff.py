@@ -1,5 +1,5 @@
-"""F12 item 4: `carry range-diff` passes --creation-factor to git, shows the inner diff of a
-changed patch by default (text and --json `pairs`), and leaves it out with --no-patch/-s."""
+"""`carry range-diff` passes --creation-factor to git, shows the inner diff of a changed patch by
+default (text and --json `pairs`), and leaves it out with --no-patch/-s."""
 
 from __future__ import annotations
 

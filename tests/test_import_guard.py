@@ -1,8 +1,8 @@
-"""F10 item 2, an import never silently goes back: re-importing the fork's range after a
-refreshed rebase (its patches are v1's, the series is at v2) is refused in one line naming the
-versions, and so is an import that changes a patch a recorded resolution names; --force goes
-back. The manifest's base always names the commit the patches apply to. Real git throughout;
-one series folder lives in a git checkout (versions as tags), the others outside one."""
+"""An import never silently goes back: re-importing the fork's range after a refreshed rebase (its
+patches are v1's, the series is at v2) is refused in one line naming the versions, and so is an
+import that changes a patch a recorded resolution names; --force goes back. The manifest's base
+always names the commit the patches apply to. Real git throughout; one series folder lives in a
+git checkout (versions as tags), the others outside one."""
 
 from __future__ import annotations
 
@@ -108,7 +108,8 @@ def test_an_import_that_changes_a_patch_with_a_recorded_resolution_is_refused(
     second = seriesmod.find(series_root, "demo").patches()[1].name
     res = series_root / "demo" / "resolutions"
     res.mkdir()
-    (res / "a1b2c3.toml").write_text(f'patch = "{second}"\n')
+    assert second.startswith("0002-")
+    (res / "0002-0123456789abcdef.txt").write_text("carry resolution 1\n")
 
     r = _import(up, series_root, "--range", "base..amend1")  # the resolution still holds
     assert r.code == 0, r.err
@@ -116,15 +117,13 @@ def test_an_import_that_changes_a_patch_with_a_recorded_resolution_is_refused(
     r = _import(up, series_root, "--range", "base..amend2")
     assert r.code == 2, r.out
     assert ("carry: error: it would change 0002, for which demo records a conflict "
-            "resolution (resolutions/a1b2c3.toml); carry import --force to go back"
+            "resolution (resolutions/0002-0123456789abcdef.txt); carry import --force to go "
+            "back"
             ) in r.err
     assert _tree(series_root) == before
-    # named by its folder's name instead of its text, and dropped rather than changed
-    (res / "a1b2c3.toml").unlink()
-    (res / "0002-Two").mkdir()
-    (res / "0002-Two" / "resolution.diff").write_text("+x\n")
+    # dropped rather than changed
     r = _import(up, series_root, "--range", "base..drop2")
-    assert r.code == 2 and "(resolutions/0002-Two/resolution.diff)" in r.err
+    assert r.code == 2 and "(resolutions/0002-0123456789abcdef.txt)" in r.err
     assert _import(up, series_root, "--range", "base..drop2", "--force").code == 0
     assert len(seriesmod.find(series_root, "demo").patches()) == 1
 

@@ -1,6 +1,6 @@
-"""F12 item 1: one rule for --repo. The default is the current directory's checkout when it
-defines a remote the manifest names; the series checkout is never read as the clone, and a
-ref missing from it (or from a repository without the manifest's remotes) says --repo."""
+"""One rule for --repo. The default is the current directory's checkout when it defines a remote
+the manifest names; the series checkout is never read as the clone, and a ref missing from it
+(or from a repository without the manifest's remotes) says --repo."""
 
 from __future__ import annotations
 

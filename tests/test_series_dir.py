@@ -1,7 +1,7 @@
-"""F12 item 2: carry finds the series where a user keeps them (anywhere in the series
-checkout, beside the checkout, in the one sibling checkout that has series), says so when it
-finds none, naming --series-dir and CARRY_SERIES_DIR; `status` with no series fails; and
-`series list` prints no stray line."""
+"""Carry finds the series where a user keeps them (anywhere in the series checkout, beside the
+checkout, in the one sibling checkout that has series), says so when it finds none, naming
+--series-dir and CARRY_SERIES_DIR; `status` with no series fails; and `series list` prints no
+stray line."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""F12 item 5: `carry trailers --signoff` signs only the running user's own patches, never
-another author's, leaves a patch the policy keeps unamended unless --force, keeps every other
-byte, and writes the next version; `check --dco` and `pr` to upstream say what is missing."""
+"""`carry trailers --signoff` signs only the running user's own patches, never another author's,
+leaves a patch the policy keeps unamended unless --force, keeps every other byte, and writes
+the next version; `check --dco` and `pr` to upstream say what is missing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""F12 item 3: "did you mean" for refs, series, targets and versions, by edit distance."""
+""""did you mean" for refs, series, targets and versions, by edit distance."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""F10 item 3, why a patch conflicts: an upstream of 50 commits of which exactly one makes each
-root conflict; the stop names that commit and its PR, a dependent patch names the patch it
-builds on, root conflicts come first, in text, --json, `carry status`, the CI summary and the
-tracking issue. All real git; the tracking issue goes to the GitHub double on 127.0.0.1."""
+"""Why a patch conflicts: an upstream of 50 commits of which exactly one makes each root conflict;
+the stop names that commit and its PR, a dependent patch names the patch it builds on, root
+conflicts come first, in text, --json, `carry status`, the CI summary and the tracking issue.
+All real git; the tracking issue goes to the GitHub double on 127.0.0.1."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""An import never silently goes back (F10 item 2).
+"""An import never silently goes back.
 
 Importing the fork's range again after `rebase --refresh` would write a new version equal to
 an old one, and drop the refresh: the rebased patches and the conflicts resolved in them. So
@@ -14,10 +14,7 @@ from pathlib import Path
 
 from carry.base.errors import CarryError
 from carry.series import versions
-from carry.series.store import Series
-
-RESOLUTIONS = "resolutions"
-_READ = 65536  # of a resolution file, enough to find the patch it names
+from carry.series.store import RESOLUTION_DIR, RESOLUTION_NAME, Series, list_resolutions
 
 
 def check(series: Series, files: dict[str, bytes]) -> None:
@@ -78,28 +75,14 @@ def _going_back(series: Series, files: dict[str, bytes], current: dict[str, byte
 
 
 def resolutions(root: Path, patches: list[str]) -> list[tuple[str, str]]:
-    """(patch, resolution file) for each file under `resolutions/` that names one of
-    `patches`: by a path part that is the patch file or starts with its number, or by the
-    patch file's name in its text. Links are not followed."""
-    folder = root / RESOLUTIONS
-    if not patches or not folder.is_dir() or folder.is_symlink():
-        return []
+    """(patch, resolution file) for each recorded resolution (`resolutions/NNNN-<id>.txt`,
+    named by its patch's number) of one of `patches`."""
+    numbers = {_num(name): name for name in patches}
     out = []
-    for f in sorted(folder.rglob("*")):
-        if f.is_symlink() or not f.is_file():
-            continue
-        rel = f.relative_to(root)
-        try:
-            with open(f, "rb") as fh:
-                text = fh.read(_READ)
-        except OSError:
-            text = b""
-        for name in patches:
-            num = _num(name)
-            if name.encode() in text or any(
-                    part == num or part.startswith((f"{num}-", f"{num}."))
-                    for part in rel.parts[1:]):
-                out.append((name, rel.as_posix()))
+    for f in list_resolutions(root / RESOLUTION_DIR):
+        m = RESOLUTION_NAME.match(f.name)
+        if m and m.group(1) in numbers:
+            out.append((numbers[m.group(1)], f"{RESOLUTION_DIR}/{f.name}"))
     return out
 
 

@@ -4,7 +4,10 @@ target and onto several, `rebase --refresh`, and `rebase --continue`. After each
 the new ones, never a mix: one target moved and not the other, or a branch moved and the
 series still at its old version. `supersede --apply` writes to GitHub before the series: after
 a kill, the next run must leave the new state whole (every PR closed once, with one comment,
-and recorded), whatever the kill interrupted.
+and recorded), whatever the kill interrupted. The conflict loop too (F10): a `--skip` that
+moves the kept worktree to the next stop in place, one with no worktree, and the `--continue`
+that makes the worktree at a stop; after each kill the loop still finishes with the same
+trees, and `--abort` leaves the repository as it was.
 
 The default tier kills each command a few times; the slow tier 50 times each.
 """
@@ -34,6 +37,7 @@ from tests.conftest import (
     util,
 )
 from tests.test_forge import _env, _import_and_apply
+from tests.test_rebase_conflict import _no_leftovers, _snapshot
 
 MakeSeries = Callable[..., Any]
 _SKIP = (".lock", ".versions")  # lock files and kept old versions are not the series' content
@@ -191,6 +195,112 @@ def test_kills_leave_old_or_new_never_a_mix(project: dict[str, Any]) -> None:
 @pytest.mark.slow
 def test_fifty_kills_of_every_command(project: dict[str, Any]) -> None:
     seen = _campaigns(project, kills=50)
+    total = {k: v["killed"] for k, v in seen.items()}
+    print(f"kills that hit a running command, of 50 each: {total}")
+    assert all(v["killed"] >= 10 for v in seen.values()), seen
+
+
+# -- the conflict loop (F10 item 4) -----------------------------------------------------------
+
+
+@pytest.fixture
+def conflicted(upstream: CommitBuilder, make_series: MakeSeries,
+               series_root: Path) -> dict[str, Any]:
+    """Twelve patches onto a moved `main` that stop at 0004 and at 0009, and a tree of a few
+    hundred files for the conflict worktree to hold."""
+    upstream.commit("bulk", {f"bulk/d{d}/f{f}.txt": f"{d} {f}\n" * 20
+                             for d in range(6) for f in range(50)})
+    git(upstream.path, "tag", "-f", "base")
+    git(upstream.path, "checkout", "-q", "-b", "feature")
+    for i in range(12):
+        files = {3: {"src/util.py": util(h1=11)},
+                 8: {"src/core.py": "def f():\n    return 8\n"}}.get(
+            i, {f"pkg/m{i}.py": f"X = {i}\n"})
+        upstream.commit(f"P{i}", files, author=TOBY if i % 2 else LOGPROBZ)
+    upstream.checkout("main")
+    git(upstream.path, "reset", "-q", "--hard", "base")
+    upstream.commit("Upstream h1", {"src/util.py": util(h1=101)})
+    upstream.commit("Upstream f", {"src/core.py": "def f():\n    return 30\n"})
+    make_series(upstream, "feature")
+    return {"up": upstream, "root": series_root,
+            "args": ("rebase", "demo", "--repo", str(upstream.path), "--series-dir",
+                     str(series_root))}
+
+
+def _to_the_end(args: tuple[str, ...]) -> Callable[[], None]:
+    """Settle a killed loop the way a maintainer would: --skip while stopped at a conflict
+    (--continue when the kill left it between two stops), until the rebase is done."""
+    def settle() -> None:
+        for _ in range(6):
+            res = run_carry(*args, "--skip")
+            if res.code == 2 and "not stopped at a conflict" in res.err:
+                res = run_carry(*args, "--continue")
+            if res.code == 0 or "no carry rebase of demo is in progress" in res.err:
+                return
+            assert res.code == 1, res.err
+        raise AssertionError("the loop did not finish")
+    return settle
+
+
+def _loop_campaigns(ctx: dict[str, Any], kills: int,
+                    every: bool = True) -> dict[str, dict[str, int]]:
+    up: CommitBuilder = ctx["up"]
+    args: tuple[str, ...] = ctx["args"]
+    c = Campaign(up.path, ctx["root"], kills, seed=kills + 1)
+
+    def clean() -> None:
+        run_carry(*args, "--abort")
+        for ref in git(up.path, "for-each-ref", "--format=%(refname)",
+                       "refs/heads/carry/").split():
+            git(up.path, "update-ref", "-d", ref)
+
+    def stopped(make: bool) -> Callable[[], None]:
+        """Stopped at 0004; with `make`, the worktree asked for (--continue) and there."""
+        def reset() -> None:
+            clean()
+            assert run_carry(*args, "--onto", "main").code == 1
+            if make:
+                assert run_carry(*args, "--continue").code == 1
+        return reset
+
+    def finished(first: tuple[str, ...]) -> Callable[[], None]:
+        """`first` runs once before the skips: a --continue after a kill must take nothing
+        from a worktree it had not finished making (it makes it again, or finds markers)."""
+        def settle() -> None:
+            if first:
+                assert run_carry(*args, *first).code in (0, 1, 2)
+            _to_the_end(args)()
+            assert not (up.path.parent / f"{up.path.name}.carry").exists()
+        return settle
+
+    out = {}
+    paths = (("--skip, worktree kept", True, ("--skip",), ()),
+             ("--skip --json, no worktree", False, ("--skip", "--json"), ()),
+             ("--continue makes the worktree", False, ("--continue",), ("--continue",)))
+    for name, make, action, first in paths if every else paths[:1]:
+        out[name] = c.run((*args, *action), stopped(make), finished(first))
+    # and --abort after a kill anywhere in those, back to the repository as it was
+    clean()
+    before = _snapshot(up.path)
+    rng = random.Random(kills)
+    for i in range(kills):
+        for make, action in ((True, ("--skip",)), (False, ("--continue",))):
+            stopped(make)()
+            kill_after((*args, *action), 0.4 * (i + rng.random()) / kills)
+            assert run_carry(*args, "--abort").code == 0
+            assert _snapshot(up.path) == before, f"kill {i} of {action}"
+            _no_leftovers(up.path)
+    return out
+
+
+def test_kills_in_the_conflict_loop(conflicted: dict[str, Any]) -> None:
+    seen = _loop_campaigns(conflicted, kills=3, every=False)  # the slow tier runs them all
+    assert set(seen) == {"--skip, worktree kept"}
+
+
+@pytest.mark.slow
+def test_fifty_kills_in_the_conflict_loop(conflicted: dict[str, Any]) -> None:
+    seen = _loop_campaigns(conflicted, kills=50)
     total = {k: v["killed"] for k, v in seen.items()}
     print(f"kills that hit a running command, of 50 each: {total}")
     assert all(v["killed"] >= 10 for v in seen.values()), seen

@@ -48,7 +48,10 @@ def carry(ctx: dict[str, Any], *args: str) -> Any:
 
 
 def worktree(ctx: dict[str, Any], target: str = "main") -> Path:
+    """The conflict worktree of the stop onto `target`, asked for (a stop makes none)."""
     state = json.loads((ctx["up"].path / f".git/carry/rebase/demo/{target}.json").read_text())
+    if not state.get("ready", True):
+        assert carry(ctx, "rebase", "--continue", "--target", target).code == 1
     return Path(state["worktree"])
 
 
@@ -216,6 +219,7 @@ def test_validate_ci_and_the_pr_body_apply_it_and_say_so(stopped: dict[str, Any]
 
 def test_markers_left_are_refused_and_nothing_is_recorded(stopped: dict[str, Any]) -> None:
     assert carry(stopped, "rebase", "demo", "--onto", "main").code == 1
+    assert worktree(stopped).is_dir()  # asked for: the markers are there to resolve
     res = carry(stopped, "rebase", "--continue")
     assert res.code == 2 and "still has conflict markers" in res.err
     assert len(res.err.strip().splitlines()) == 1

@@ -99,7 +99,8 @@ def _stopped(repo: Repo, series: Series) -> list[Stopped]:
                              s["target"]["name"] if several else "")
         why = [w["text"] for w in explain(state.steps(s))]
         out.append(Stopped(s["target"]["name"], s.get("phase", ""), patch,
-                           list(s.get("paths", [])), s.get("worktree", ""), nxt, why))
+                           list(s.get("paths", [])),
+                           s.get("worktree", "") if s.get("ready", True) else "", nxt, why))
     return out
 
 

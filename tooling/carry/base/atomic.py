@@ -1,7 +1,7 @@
-"""Atomic writes. A file: a temporary file beside the target, fsynced, then `os.replace`, so
-a reader (or a run after `kill -9`) sees the old file or the new one, never half of one. A
-directory (a series): `write_dir`, staged beside it and exchanged whole. Temporary names hold
-the pid, so a later run can tell a dead run's leftover.
+"""Atomic writes. A file: a temporary file beside the target, fsynced, then `os.replace` and
+its folder fsynced, so a reader (or a run after `kill -9`) sees the old file or the new one,
+never half of one. A directory (a series): `write_dir`, staged beside it and exchanged whole.
+Temporary names hold the pid, so a later run can tell a dead run's leftover.
 
 Every byte goes through `redact` on its way to disk: a token or URL credential that reached a
 report, a log, a ledger or a manifest (the output of the code under test, an error git
@@ -10,12 +10,14 @@ they are the commits byte for byte, so one that holds a token is refused, never 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,7 @@ def write_bytes(path: Path, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    _fsync_dir(path.parent)  # the rename itself, or a crash could bring the old file back
 
 
 def write_json(path: Path, data: Any, indent: int = 1) -> None:
@@ -154,6 +157,21 @@ def _link_file(src: str, dst: str) -> None:
             os.fsync(fh.fileno())
 
 
+_OWN_FILES = contextvars.ContextVar("carry_sync_own_files", default=False)
+
+
+@contextlib.contextmanager
+def own_files_only() -> Iterator[None]:
+    """Inside it, `write_dir` syncs the files and folders it wrote, one by one, instead of
+    the whole filesystem: for the conflict path, where a worktree of thousands of files was
+    just written and one `syncfs` would wait for all of them to reach the disk."""
+    token = _OWN_FILES.set(True)
+    try:
+        yield
+    finally:
+        _OWN_FILES.reset(token)
+
+
 @functools.cache
 def _libc() -> Any:
     import ctypes
@@ -169,13 +187,14 @@ def _flush(d: Path) -> None:
     fsync per folder (bench/README.md). It flushes what other programs wrote to that
     filesystem too, so on a disk busy with someone else's writes it waits for those. Linux
     reports writeback errors through syncfs since 5.8. Without syncfs (not Linux, or a
-    sandbox that does not implement it) every file and folder is synced one by one.
+    sandbox that does not implement it), or inside `own_files_only`, every file and folder
+    is synced one by one.
     """
     import errno
 
     fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        fn = getattr(_libc(), "syncfs", None)
+        fn = None if _OWN_FILES.get() else getattr(_libc(), "syncfs", None)
         if fn is not None:
             if fn(fd) == 0:
                 return

@@ -20,6 +20,24 @@ for _module in COMMAND_MODULES:
     importlib.import_module(f"carry.cli.{_module}")
 
 
+def _only_the_command_run(args: list[str]) -> None:
+    """Keep on `app` only the command this run names first: typer builds the click parameters
+    of every registered command on each start (a signature and its annotations each, about a
+    dozen ms for all of them), and a run uses one. A run that starts with an option (--help,
+    --version), names a group or no known command keeps them all. The app has a callback, so
+    it stays a group: the command's name is still parsed as one. `main` runs once a process,
+    so the app it trims is never asked for another command."""
+    from typer.main import get_command_name
+
+    if not args or args[0].startswith("-"):
+        return
+    mine = [c for c in app.registered_commands if args[0] == (
+        c.name or get_command_name(c.callback.__name__ if c.callback else ""))]
+    if len(mine) == 1:
+        app.registered_commands[:] = mine
+        app.registered_groups[:] = []
+
+
 def _fail(exc: CarryError) -> None:
     if isinstance(exc, MissingRef):  # read from the wrong repository? say --repo
         import contextlib
@@ -47,6 +65,7 @@ def main() -> None:
     redact.register_argv(sys.argv[1:])  # --repo https://x:TOKEN@host, --token-env NAME
     sys.stdout = redact.Scrubbed(sys.stdout)
     sys.stderr = redact.Scrubbed(sys.stderr)
+    _only_the_command_run(sys.argv[1:])
     try:
         code = app(standalone_mode=False)
     except CarryError as exc:

@@ -52,10 +52,12 @@ def rebase(
 ) -> None:
     """Replay the series onto its targets, dropping merged patches.
 
-    No worktree is used unless a patch conflicts; then the rebase stops in a worktree it
-    names, to be resumed with --continue, --skip or --abort. With --refresh the result is
-    written to series/NAME as its next version, which you then commit in the series
-    checkout: git add series/NAME && git commit -m "NAME vN" (printed with real paths).
+    No worktree is used: a conflict stops the rebase with every later conflict foreseen, to
+    be resumed with --skip (which needs no worktree), --continue or --abort. --continue at a
+    stop with no worktree yet makes it (../REPO.carry/NAME/TARGET) and stays stopped for the
+    resolution; once made, it follows the rebase from stop to stop. With --refresh the
+    result is written to series/NAME as its next version, which you then commit in the
+    series checkout: git add series/NAME && git commit -m "NAME vN" (printed with real paths).
 
     Example: carry rebase my-fix --repo ../vllm --target upstream-main --dry-run
     """

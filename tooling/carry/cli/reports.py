@@ -62,14 +62,15 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
             render.say(f"    paths: {', '.join(c.paths) or '(none reported)'}")
             for h in c.squash_hints:
                 render.say(f"    hint: {h}")
-            if c.worktree:
+            if c.worktree or r.status == "conflict" and not r.dry_run and repo is not None:
                 from carry.rebase.resume import command
 
                 several = len(stopped) > 1
-                render.say(f"    resolve in {c.worktree}, then: "
-                           + command(repo, series_root, "--continue",
-                                     r.series if several else "", r.target if several else "")
-                           + " (or --skip, --abort)")
+                resume = command(repo, series_root, "--continue", r.series if several else "",
+                                 r.target if several else "")
+                render.say(f"    resolve in {c.worktree}, then: {resume} (or --skip, --abort)"
+                           if c.worktree else f"    to resolve it: {resume} makes the conflict "
+                           "worktree (or --skip, --abort)")
         if r.refreshed:
             render.say(f"  {r.series} is now v{r.refreshed['version']}"
                        f"{' (tag ' + r.refreshed['tag'] + ')' if r.refreshed['tag'] else ''}")

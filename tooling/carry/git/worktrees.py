@@ -21,6 +21,33 @@ class Worktrees(Base):
         made._run("reset", "--quiet", "--hard", tied=True)
         return made
 
+    def worktree_reset(self, path: Path, commit: str) -> Self | None:
+        """The existing worktree at `path` moved to `commit` in place, as `git cherry-pick
+        --skip` moves its own: HEAD detached there, and a `reset --hard` from the index it
+        has, which writes only the files that differ from `commit` or whose stat changed
+        (a conflict's unmerged paths, the last cherry-pick's files), not the whole tree.
+        None when `path` is not a worktree of this repository: git would look for one in
+        the folders above it, and `reset --hard` there would be someone else's."""
+        if not self.owns_worktree(path):
+            return None
+        made = type(self)(path.resolve())
+        made._run("update-ref", "--no-deref", "-m", "carry: the next conflict", EOO, "HEAD",
+                  commit)
+        made._run("reset", "--quiet", "--hard", tied=True)
+        return made
+
+    def owns_worktree(self, path: Path) -> bool:
+        """Whether `path` is a linked worktree of this repository: its `.git` file names an
+        admin folder under our `worktrees/`, and that folder names it back."""
+        try:
+            line = (path / ".git").read_text("utf-8").strip()
+            admin = Path(line.removeprefix("gitdir: ")).resolve()
+            back = Path((admin / "gitdir").read_text("utf-8").strip()).resolve()
+        except (OSError, ValueError):
+            return False
+        return line.startswith("gitdir: ") and admin.parent == (
+            self.common_dir / "worktrees").resolve() and back == (path / ".git").resolve()
+
     def worktree_remove(self, path: Path) -> None:
         self._run("worktree", "remove", "--force", "--force", EOO, str(path), check=False)
         self.worktree_prune()

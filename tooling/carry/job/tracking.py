@@ -86,9 +86,9 @@ def body(r: ConflictReport) -> str:
     if not r.commits:
         lines.append("- none found (the base is not an ancestor, or the paths were renamed)")
     lines += ["", "## Next", "",
-              f"`carry rebase {r.series} --onto {r.ref}` stops in a worktree at this conflict; "
-              "resolve it there and `carry rebase --continue`, or record an upstream "
-              "equivalent in the manifest's provenance."]
+              f"`carry rebase {r.series} --onto {r.ref}` stops at this conflict; "
+              "`carry rebase --continue` makes the worktree to resolve it in, and again takes "
+              "the resolution; or record an upstream equivalent in the manifest's provenance."]
     return "\n".join(lines) + "\n"
 
 

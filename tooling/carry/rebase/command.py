@@ -11,23 +11,21 @@ together.
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
 import os
-import shutil
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from carry.base import scratch
+from carry.base import atomic, scratch
 from carry.base.errors import CarryError
 from carry.git import GitError, Ident, RefUpdate, Repo
 from carry.rebase import state as st
+from carry.rebase import trial as trialmod
+from carry.rebase.checkout import remove as _remove_worktree
+from carry.rebase.checkout import stop as _stop
 from carry.replay import rerere
 from carry.replay import targets as targetmod
-from carry.replay.chain import Carried, load_chain
 from carry.replay.engine import (
     Conflict,
     Replayed,
@@ -40,6 +38,9 @@ from carry.replay.resolution import record, take_recorded, take_resolution
 from carry.replay.reuse import keep_existing
 from carry.replay.targets import ResolvedTarget
 from carry.series.store import Series
+
+if TYPE_CHECKING:
+    from carry.replay.chain import Carried
 
 
 @dataclass(kw_only=True)
@@ -86,6 +87,8 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
                              f"in {repo.path}", hint="carry rebase --continue, --skip or --abort")
     branches = {t.slug: repo.claim_branch(opts.branch or f"carry/{series.name}/{t.slug}",
                                           opts.force) for t in tlist}
+    from carry.replay.chain import load_chain  # not on a resume's path
+
     base, carried = load_chain(series, repo)
     committer = repo.committer_ident()
     results, finishing = [], []
@@ -120,6 +123,9 @@ def _replay_all(series: Series, repo: Repo, base: str, carried: list[Carried],
     workers = min(len(tlist), os.cpu_count() or 1) - 1
     if workers < 1:
         return [_replay_one(job, repo) for job in jobs]
+    import multiprocessing  # here: a resume, which replays one target, never loads them
+    from concurrent.futures import ProcessPoolExecutor
+
     ctx = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=scratch.tie_to_parent,
                              initargs=(os.getpid(),)) as pool:
@@ -176,41 +182,6 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
         if refresh:
             r.refreshed = _refresh(series, repo, r, t)
         path.unlink(missing_ok=True)
-
-
-def _stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarget,
-          branch: tuple[str, str | None], refresh: bool, done: Replayed) -> None:
-    """Save the state first, then build the conflict worktree it names: a kill between the two
-    leaves a state whose `--abort` removes whatever part of the worktree exists."""
-    step = result.patches[done.stop or 0]
-    wt = st.worktree_path(repo, series.name, target.slug)
-    state = st.new(series.name, series.root, result, target, branch[0], branch[1],
-                   series.manifest.version if refresh else 0, "conflict", done.head,
-                   done.stop or 0, str(wt), done.paths)
-    path = st.state_path(repo, series.name, target.slug)
-    st.write(path, state)
-    _remove_worktree(repo, wt, tidy=False)
-    wt.parent.mkdir(parents=True, exist_ok=True)
-    conflicted = repo.worktree_add(wt, done.head).cherry_pick_no_commit(step.source)
-    state["paths"] = conflicted or done.paths
-    st.write(path, state)
-    from carry.rebase.hints import hints
-
-    result.conflict = Conflict(step.file, step.subject, step.author, state["paths"], str(wt),
-                               hints(repo, series.manifest.base.commit, target.sha, step.file,
-                                     step.subject, state["paths"], series.manifest.upstream.repo))
-
-
-def _remove_worktree(repo: Repo, wt: Path, tidy: bool = True) -> None:
-    """`tidy` also removes the emptied NAME/ and REPO.carry/ folders; a stop must not, since
-    other targets of the same run are making their worktrees there at the same time."""
-    if wt.exists() or (repo.common_dir / "worktrees").exists():
-        repo.worktree_remove(wt)
-    shutil.rmtree(wt, ignore_errors=True)
-    repo.worktree_prune()
-    for empty in (wt.parent, wt.parent.parent) if tidy else ():
-        with contextlib.suppress(OSError):
-            empty.rmdir()
 
 
 # -- continue, skip, abort ----------------------------------------------------------------------
@@ -273,7 +244,11 @@ def _put_back(series: Series, repo: Repo, finishing: list[dict[str, Any]]) -> se
 
 def resume(series: Series, repo: Repo, action: str,
            which: Sequence[str] = ()) -> list[TargetResult]:
-    """`--continue` or `--skip` on the stopped target(s)."""
+    """`--continue` or `--skip` on the stopped target(s). A skip (or a resolution that adds
+    nothing) takes the forecast's trial up to the next stop, merging nothing; a resolution
+    replays the rest. `--continue` at a stop with no worktree yet takes a resolution recorded
+    since on another target, or else makes the worktree and stays stopped: there is nothing
+    to take until a maintainer has resolved in it."""
     states = _pick(repo, series, which)
     if len(states) > 1:
         names = ", ".join(s["target"]["name"] for s in states)
@@ -284,21 +259,29 @@ def resume(series: Series, repo: Repo, action: str,
     steps = st.steps(state)
     result = TargetResult(series.name, t.name, t.ref, t.sha, "conflict", "", steps,
                           branch=state["branch"])
-    committer = repo.committer_ident()
     head, pos = state["head"], state["position"]
     path = st.state_path(repo, series.name, t.slug)
     branch = (state["branch"], state["branch_old"])
     if action == "skip" and state["phase"] != "conflict":
         raise CarryError(f"the rebase onto {t.name} is not stopped at a conflict; nothing to "
                          "skip", hint="carry rebase --continue")
+    refresh = bool(state["refresh"])
     if state["phase"] == "conflict":
-        step = steps[pos]
-        wt = Path(state["worktree"])
+        step, trial = steps[pos], st.trial(state)
         if action == "skip":
             step.status, step.reason = "skipped", "left out with --skip"
+        elif not st.ready(state):  # no worktree holds this stop yet
+            resolved = take_recorded(series, repo, step, head, repo.committer_ident())
+            if resolved is None:
+                _stop(series, repo, result, t, branch, refresh,
+                      Replayed(result, pos, state["paths"], head, trial), make=True)
+                return [result]
+            head = resolved
         else:
+            committer = repo.committer_ident()
             try:
-                resolved = take_resolution(repo, wt, step, head, state["paths"], committer)
+                resolved = take_resolution(repo, Path(state["worktree"]), step, head,
+                                           state["paths"], committer)
             except CarryError:  # markers left: resolved since on another target, recorded?
                 resolved = take_recorded(series, repo, step, head, committer) or ""
                 if not resolved:
@@ -307,23 +290,32 @@ def resume(series: Series, repo: Repo, action: str,
                 result.recorded = record(series, repo, step, head, resolved,
                                          f"{t.name} {t.sha[:12]}")
             head = resolved
-        for later in steps[pos + 1:]:
+        taken = trialmod.take(repo, steps, trial, pos, head, t.sha) if trial else None
+        if taken is not None and taken[1] is not None:
+            _stop(series, repo, result, t, branch, refresh,
+                  Replayed(result, taken[1], taken[2], taken[0], trial))
+            return [result]
+        for later in steps[pos + 1:] if taken is None else ():
             if later.status == "would-conflict":  # a forecast: replayed for real now
                 later.status, later.forecast, later.cause, later.builds_on = "pending", [], None, ""
-        state.update(phase="replaying", head=head, patches=[asdict(p) for p in steps])
+        head = head if taken is None else taken[0]
+        state.update(phase="replaying", head=head, patches=[asdict(p) for p in steps],
+                     ready=False, trial=[])  # the worktree stays, for the next stop
         st.write(path, state)
-        _remove_worktree(repo, wt)
     if state["phase"] == "replaying":
-        recorded = rerere.load(series.root)
-        head, stop, paths = run_steps(repo, steps, head, committer, recorded=recorded)
-        if stop is not None:
-            forecast(repo, steps, stop, head, committer, recorded, onto=t.sha)
-            _stop(series, repo, result, t, branch, bool(state["refresh"]),
-                  Replayed(result, stop, paths, head))
-            return [result]
+        if any(s.status == "pending" for s in steps):  # none after a skip that took the trial
+            committer, recorded = repo.committer_ident(), rerere.load(series.root)
+            head, stop, paths = run_steps(repo, steps, head, committer, recorded=recorded)
+            if stop is not None:
+                trial = forecast(repo, steps, stop, head, committer, recorded, onto=t.sha)
+                _stop(series, repo, result, t, branch, refresh,
+                      Replayed(result, stop, paths, head, trial))
+                return [result]
+        if state["worktree"]:
+            _remove_worktree(repo, Path(state["worktree"]))
         result.status, result.head = "applied", head
         # the finishing state replaces this one in place: a kill in between keeps the work
-        _finish(series, repo, [(t, result)], {t.slug: branch}, bool(state["refresh"]))
+        _finish(series, repo, [(t, result)], {t.slug: branch}, refresh)
         return [result]
     # finishing: a kill came after the state was written; the branch may have moved, and
     # the new version may have been written
@@ -395,9 +387,10 @@ def command(series: Series, repo: Repo, opts: Options, continue_: bool = False,
         raise CarryError(f"{actions[0]} resumes the saved rebase; {', '.join(extra)} cannot "
                          "change it now")
     which = [*opts.onto, *opts.targets]
-    if abort_:
-        return abort(series, repo, which)
-    return resume(series, repo, "skip" if skip else "continue", which)
+    with atomic.own_files_only():  # a conflict worktree's files need not reach the disk
+        if abort_:
+            return abort(series, repo, which)
+        return resume(series, repo, "skip" if skip else "continue", which)
 
 
 def exit_code(results: Sequence[TargetResult] | Sequence[Aborted]) -> int:

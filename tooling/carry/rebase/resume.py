@@ -31,8 +31,10 @@ class StoppedRebase:
 def main_checkout(repo: Repo) -> Repo:
     """Run from a conflict worktree, resume in the repository it belongs to: `--continue`
     removes that worktree, so it cannot be the repository carry works in."""
-    common, own = repo.common_dir, repo.git_dir
-    if common == own or common.name != ".git":
+    common = repo.common_dir
+    if common == repo.path / ".git":  # the main checkout itself: no git process to ask
+        return repo
+    if common == repo.git_dir or common.name != ".git":
         return repo
     repo.close()
     return Repo.open(common.parent)

@@ -41,15 +41,21 @@ def worktree_path(repo: Repo, series: str, slug: str) -> Path:
 
 def new(series_name: str, series_root: Path, result: TargetResult, target: ResolvedTarget,
         branch: str, old: str | None, refresh: int, phase: str, head: str, position: int,
-        worktree: str = "", paths: Sequence[str] = ()) -> dict[str, Any]:
+        worktree: str = "", paths: Sequence[str] = (), ready: bool = False,
+        trial: Sequence[PatchResult] = ()) -> dict[str, Any]:
     """`refresh` is the series version the refresh starts from, 0 for none: a refresh that
-    a kill interrupted is finished (or undone) by comparing it with the series on disk."""
+    a kill interrupted is finished (or undone) by comparing it with the series on disk.
+    `worktree` is where the conflict worktree goes, and `ready` whether it holds this very
+    stop: until then (none made yet, or one being moved here from the last stop) nothing in
+    it is a resolution. `trial` is the forecast's replay with the stop left out, which a
+    `--skip` takes instead of merging again (`rebase.trial`)."""
     return {
         "version": VERSION, "series": series_name, "series_root": str(series_root),
         "target": {"name": target.name, "ref": target.ref, "sha": target.sha},
         "branch": branch, "branch_old": old, "refresh": refresh, "phase": phase,
         "head": head, "position": position, "worktree": worktree, "paths": list(paths),
         "patches": [asdict(p) for p in result.patches],
+        "ready": ready, "trial": [asdict(p) for p in trial],
         "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
 
@@ -86,6 +92,16 @@ def steps(state: dict[str, Any]) -> list[PatchResult]:
     return [PatchResult(**p) for p in state["patches"]]
 
 
+def trial(state: dict[str, Any]) -> list[PatchResult]:
+    return [PatchResult(**p) for p in state.get("trial", [])]
+
+
+def ready(state: dict[str, Any]) -> bool:
+    """Whether the conflict worktree holds this stop (a state from before `ready` existed
+    always made it at once)."""
+    return bool(state.get("ready", True))
+
+
 def _invalid(s: dict[str, Any]) -> str:
     """What is wrong with a state, or "" when every field has its type and the fields agree."""
     want: dict[str, type | tuple[type, ...]] = {
@@ -106,18 +122,13 @@ def _invalid(s: dict[str, Any]) -> str:
         return "a commit field is not a full object name"
     if not s["branch"].startswith("refs/heads/") or s["branch"].startswith("refs/heads/-"):
         return f"branch {s['branch']!r} is not a branch"
-    names = {f.name for f in fields(PatchResult)}
-    for p in s["patches"]:
-        if not isinstance(p, dict) or not names - _NEWER <= set(p) <= names:
-            return "a patch entry does not have the fields of a patch"
-        try:
-            untrusted.build(PatchResult, p, "a patch entry")
-        except untrusted.BadData as exc:
-            return str(exc)
-        if not isinstance(p.get("builds_on", ""), str) or not valid_cause(p.get("cause")):
-            return "a patch entry's cause or builds_on is not a commit and a patch file"
-        if p["status"] not in STATUSES or not isinstance(p["number"], int):
-            return f"a patch entry has status {p.get('status')!r}"
+    for entries in (s["patches"], s.get("trial", [])):
+        why = _invalid_patches(entries)
+        if why:
+            return why
+    if not isinstance(s.get("ready", True), bool) or s.get("trial") not in (
+            None, []) and len(s["trial"]) != len(s["patches"]):
+        return "field 'ready' or 'trial' does not fit the patches"
     if not 0 <= s["position"] <= len(s["patches"]):
         return f"position {s['position']} is outside the series"
     if s["phase"] == "conflict" and (s["position"] == len(s["patches"]) or not s["worktree"]
@@ -129,6 +140,26 @@ def _invalid(s: dict[str, Any]) -> str:
     if not all(isinstance(p, str) for p in s["paths"]):
         return "field 'paths' is not a list of paths"
     return _invalid_group(s.get("group", []))
+
+
+def _invalid_patches(entries: Any) -> str:
+    names = {f.name for f in fields(PatchResult)}
+    if not isinstance(entries, list):
+        return "field 'trial' is not a list"
+    for p in entries:
+        if not isinstance(p, dict) or not names - _NEWER <= set(p) <= names:
+            return "a patch entry does not have the fields of a patch"
+        try:
+            untrusted.build(PatchResult, p, "a patch entry")
+        except untrusted.BadData as exc:
+            return str(exc)
+        if not isinstance(p.get("builds_on", ""), str) or not valid_cause(p.get("cause")):
+            return "a patch entry's cause or builds_on is not a commit and a patch file"
+        if p["status"] not in STATUSES or not isinstance(p["number"], int):
+            return f"a patch entry has status {p.get('status')!r}"
+        if not isinstance(p["commit"], str) or p["commit"] and not _SHA.match(p["commit"]):
+            return "a patch entry's commit is not a full object name"
+    return ""
 
 
 def _invalid_group(group: Any) -> str:

@@ -10,19 +10,20 @@ user's branches, `validate` only needs the rebased tree.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from carry.git import Ident, Repo
 from carry.replay import rerere
 from carry.replay import why as whymod
-from carry.replay.chain import Carried, load_chain
-from carry.replay.drops import Drop, find_drops
 from carry.replay.runs import PatchResult as PatchResult
 from carry.replay.runs import run_steps as run_steps
 from carry.replay.targets import ResolvedTarget
 from carry.series.store import Series
+
+if TYPE_CHECKING:  # loaded where a replay starts, not by a `--skip` that only reads results
+    from carry.replay.chain import Carried
+    from carry.replay.drops import Drop
 
 
 @dataclass
@@ -66,12 +67,14 @@ class TargetResult:
 @dataclass
 class Replayed:
     """A replay's outcome: the result, where it stopped (None: it did not), the paths of the
-    stop and the head so far (the commit a resolution goes on)."""
+    stop and the head so far (the commit a resolution goes on); `trial`, the forecast's
+    replay of the rest with the stop left out, which a `--skip` takes as it is."""
 
     result: TargetResult
     stop: int | None
     paths: list[str]
     head: str
+    trial: list[PatchResult] = field(default_factory=list)
 
 
 def steps_for(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchResult]:
@@ -88,11 +91,12 @@ def steps_for(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchR
 
 def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
              committer: Ident, recorded: rerere.Recorded | None = None,
-             onto: str = "") -> None:
+             onto: str = "") -> list[PatchResult]:
     """Which later patches would conflict too: the rest of the series replayed with the
     stopping patch (and each further conflict) left out, on copies; each such patch gets its
     paths in `forecast` and the status `would-conflict`, which a resume turns back into
-    `pending`. Nothing else is kept: the trial's commits are unreferenced. Given the target
+    `pending`. Returns that trial: it is exactly what `--skip` replays, so the rebase keeps
+    it in its state and a skip takes its commits instead of merging again. Given the target
     commit `onto`, each conflict also gets its why (`replay.why`), worked out on another
     thread while the forecast goes on."""
     trial = [replace(s) for s in steps]
@@ -115,6 +119,7 @@ def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
     finally:
         if why:
             why.close()
+    return trial
 
 
 def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carried],
@@ -126,6 +131,10 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
     before the first dropped patch are kept (the same inputs give the same commits) and the
     rest is replayed again. A conflict the series' recorded resolutions resolve does not
     stop it (`rerere`)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from carry.replay.drops import find_drops
+
     recorded = rerere.load(series.root)
     detector = repo.fork()
     m = series.manifest
@@ -153,17 +162,19 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
             if c.number in drops:
                 step.status, step.reason = "dropped", drops[c.number].reason
                 step.upstream = drops[c.number].upstream
-    if stop is not None:
-        forecast(repo, steps, stop, head, committer, recorded, onto=target.sha)
+    trial = forecast(repo, steps, stop, head, committer, recorded, onto=target.sha) \
+        if stop is not None else []
     status = "applied" if stop is None else "conflict"
     result = TargetResult(series.name, target.name, target.ref, target.sha, status,
                           head if stop is None else "", steps)
-    return Replayed(result, stop, paths, head)
+    return Replayed(result, stop, paths, head, trial)
 
 
 def replay(series: Series, repo: Repo, onto: str) -> TargetResult:
     """Replay the series onto `onto` and return the outcome, writing no user ref, no state
     and no worktree: for callers (validation) that only need the rebased tree."""
+    from carry.replay.chain import load_chain
+
     base, carried = load_chain(series, repo)
     target = ResolvedTarget(onto, onto, repo.rev_parse(onto))
     done = replay_target(series, repo, base, carried, target, repo.committer_ident())

@@ -1,4 +1,4 @@
-"""the conflict loop as fast as git's. A stop makes no worktree (text or --json);
+"""The conflict loop as fast as git's. A stop makes no worktree (text or --json);
 --continue makes it when a maintainer asks to resolve, and from then on one worktree per
 (series, target) is kept from stop to stop and moved in place; a --skip merges nothing
 because it takes the forecast's trial; a resolution replays the rest for real; and --abort

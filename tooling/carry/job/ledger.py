@@ -8,7 +8,6 @@ skips a cell whose (series, target, upstream commit) the ledger holds, unless fo
 
 from __future__ import annotations
 
-import fcntl
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from typing import Any
 from carry.base import untrusted
 from carry.base.atomic import write_json
 from carry.base.errors import CarryError
+from carry.base.flock import flocked
 
 SCHEMA = 1
 DEFAULT = Path("carry-ledger.json")
@@ -84,13 +84,8 @@ def _record(raw: Any) -> Record:
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """Two cells on one machine append in turn; neither loses the other's record."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with flocked(Path(f"{path}.lock"), f"the ledger {path}", wait=True):
         yield
-    finally:
-        os.close(fd)
 
 
 def append(path: Path, record: Record) -> None:

@@ -25,7 +25,6 @@ the first comment.
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import hashlib
 import os
 import tempfile
@@ -35,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from carry.base.errors import CarryError
+from carry.base.flock import flocked
 from carry.git import Repo
 from carry.publish import body as prbody
 from carry.publish import github as forgemod
@@ -217,12 +217,8 @@ def _machine_lock(api: str, forge_repo: str, by: int) -> Iterator[None]:
     """Runs on one machine take turns; runs on other machines are caught by the re-read."""
     key = hashlib.sha256(f"{api} {forge_repo} {by}".encode()).hexdigest()[:16]
     path = Path(tempfile.gettempdir()) / f"carry-supersede-{key}.lock"
-    with open(path, "a+b") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    with flocked(path, f"superseding by #{by}", wait=True):
+        yield
 
 
 def _comment_once(forge: forgemod.Forge, forge_repo: str, look: Looked,

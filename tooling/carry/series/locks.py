@@ -10,14 +10,12 @@ changes no byte of series/): the holder's pid comes from the kernel's table, /pr
 
 from __future__ import annotations
 
-import errno
-import fcntl
-import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 
 from carry.base.errors import CarryError
+from carry.base.flock import flocked
 from carry.git import Repo
 
 _held: dict[str, int] = {}  # lock path -> depth: a command may take a lock it already holds
@@ -34,43 +32,12 @@ def held(path: Path, what: str) -> Iterator[None]:
         finally:
             _held[key] -= 1
         return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    except OSError as exc:
-        why = "is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
-        raise CarryError(f"cannot lock {what}: {path}: {why}") from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _holder(fd)
-            by = f"pid {holder}" if holder else "another carry process"
-            raise CarryError(f"{what} is being changed by {by}",
-                             hint="wait for it to finish, then run this again") from None
+    with flocked(path, what):
         _held[key] = 1
         try:
             yield
         finally:
             del _held[key]
-    finally:
-        os.close(fd)
-
-
-def _holder(fd: int) -> str:
-    """The pid holding the flock on `fd`'s file, from lines like
-    `1: FLOCK  ADVISORY  WRITE 4242 fe:00:2310147 0 EOF` (waiters are marked `->`)."""
-    st = os.fstat(fd)
-    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    try:
-        table = Path("/proc/locks").read_text()
-    except OSError:
-        return ""
-    for line in table.splitlines():
-        words = line.split()
-        if len(words) >= 6 and words[1] == "FLOCK" and words[5] == where:
-            return words[4]
-    return ""
 
 
 def series_lock(root: Path, name: str) -> AbstractContextManager[None]:

@@ -319,7 +319,7 @@ def _hostile(rdir: Path, good: bytes, kind: str) -> str:
     if kind == "huge":
         with open(name, "wb") as fh:
             fh.truncate(5 << 20)
-        return "more than the"
+        return "more than carry reads"
     if kind == "garbage":
         name.write_text("carry resolution 1\npatch 0002\nhunks x\n")
         return "not a carry resolution: line 3"

@@ -53,10 +53,10 @@ def main() -> None:
 
 def run(root: Path, args: argparse.Namespace) -> None:
     os.environ.update(ENV)
-    from carry import series
     from carry.git import Repo
     from carry.replay.chain import load_chain
     from carry.replay.drops import find_drops
+    from carry.series import store as series
 
     t0 = time.perf_counter()
     repo_path = root / "repo"

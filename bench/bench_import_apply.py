@@ -92,7 +92,7 @@ def commits(repo: Path, rng: str) -> list[tuple[str, str, bytes, str]]:
 
 
 def check_import(repo: Path, sdir: Path, name: str = "bench", rng: str = "base..main") -> None:
-    from carry import patches as patchmod
+    from carry.series import patches as patchmod
 
     want = commits(repo, rng)
     files = sorted((sdir / name / "patches").iterdir())
@@ -132,10 +132,10 @@ def main() -> None:
     if args.repeat < 5:
         raise SystemExit("--repeat must be at least 5 (medians of at least 5)")
 
-    from carry import apply as applymod
-    from carry import importer
-    from carry import series as seriesmod
     from carry.git import Repo
+    from carry.intake import apply as applymod
+    from carry.intake import importer
+    from carry.series import store as seriesmod
 
     tmp = Path(tempfile.mkdtemp(prefix="carry-bench-"))
     env = {**ENV, "PATH": "/usr/bin:/bin", "HOME": str(tmp)}
@@ -207,8 +207,8 @@ def main() -> None:
             ("python -c pass", lambda: run([sys.executable, "-c", "pass"]), None),
             ("python -c 'import typer'", lambda: run([sys.executable, "-c", "import typer"]),
              None),
-            ("python -c 'import carry.cli'",
-             lambda: run([sys.executable, "-c", "import carry.cli"]), None),
+            ("python -c 'import carry.cli.app'",
+             lambda: run([sys.executable, "-c", "import carry.cli.app"]), None),
             ("carry --help", lambda: run([*carry, "--help"]), None)]
         n = args.patches + args.more
         if args.more:

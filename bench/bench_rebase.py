@@ -128,7 +128,7 @@ def generate(root: Path, files: int, patches: int, upstream: int, drops: int = 0
 
 
 def import_series(root: Path, repo: Path) -> Path:
-    from carry import importer
+    from carry.intake import importer
 
     series_root = root / "series"
     series_root.mkdir()

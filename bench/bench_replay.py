@@ -92,11 +92,11 @@ def fmt(times: list[float]) -> str:
 
 def engine_once(repo: Path, series_root: Path, onto: str, trace: Path | None = None) -> str:
     """carry's replay in-process (chain warm), as `carry rebase` runs it; returns the head."""
-    from carry import series
     from carry.git import Repo
     from carry.replay.chain import load_chain
     from carry.replay.engine import replay_target
     from carry.replay.targets import ResolvedTarget
+    from carry.series import store as series
 
     if trace:
         os.environ["CARRY_TRACE_MERGES"] = str(trace)

@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 read -r fork_remote fork_url up_remote up_url < <(python3 - "$here/../series" <<'PY'
 import sys
 from pathlib import Path
-from carry import series
+from carry.series import store as series
 items = [s for s in series.list_series(Path(sys.argv[1])) if s.manifest.fork.url]
 if not items:
     sys.exit("carry: error: no series names a fork URL")

@@ -13,8 +13,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/carry-demo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-# The job's summary.json and summary.md outlive the demo: they are what a CI run publishes.
-out=$(mktemp -d "${TMPDIR:-/tmp}/carry-demo-out.XXXXXX")
+# The job's summary.json and summary.md (what a CI run publishes) go in $CARRY_DEMO_OUT when
+# it is set, and stay there; otherwise they are removed with everything else the demo made.
+out=${CARRY_DEMO_OUT:-$work/out}
+mkdir -p "$out"
 export HOME="$work/home" GIT_CONFIG_NOSYSTEM=1 GIT_PAGER=cat
 export GIT_COMMITTER_NAME="C O Mitter" GIT_COMMITTER_EMAIL="committer@example.com"
 export GIT_AUTHOR_NAME="A U Thor" GIT_AUTHOR_EMAIL="author@example.com"
@@ -251,6 +253,11 @@ import json, sys
 job = json.load(open(sys.argv[1]))
 assert [r["validate"] for r in job["rows"]] == ["cached passed"] * 2, job["rows"]
 PY
-echo "summary kept: $out/summary.md (and summary.json)"
+if [ -n "${CARRY_DEMO_OUT:-}" ]; then
+  echo "summary kept: $out/summary.md (and summary.json)"
+else
+  cat "$out/summary.md"
+  echo "(set CARRY_DEMO_OUT=DIR to keep summary.md and summary.json)"
+fi
 
 step "demo: OK"

@@ -40,6 +40,7 @@ def _git_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "committer@example.com")
     monkeypatch.setenv("GIT_PAGER", "cat")
     monkeypatch.delenv("CARRY_SERIES_DIR", raising=False)
+    monkeypatch.delenv("CARRY_REPO", raising=False)
     monkeypatch.delenv("GIT_DIR", raising=False)
     monkeypatch.delenv("GIT_WORK_TREE", raising=False)
 
@@ -179,8 +180,8 @@ def make_series(series_root: Path) -> Callable[..., Any]:
 
     def make(repo: CommitBuilder, branch: str, base: str = "base", name: str = "demo",
              **fields: Any) -> Any:
-        from carry import importer
-        from carry import series as seriesmod
+        from carry.intake import importer
+        from carry.series import store as seriesmod
 
         importer.run(series_root, name, str(repo.path), branch=branch, base_ref=base,
                      title="Demo series")

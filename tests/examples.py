@@ -1,6 +1,7 @@
 """The flagship's PR body, as `carry pr --dry-run` writes it from a synthetic validation report:
 `python -m tests.examples > docs/examples/flagship-pr-body.md` (tests/test_examples.py checks
-the file is exactly what this makes).
+the file is exactly what this makes). `python -m tests.examples dashboard` prints the CI
+job's dashboard issue for the flagship, which ci/README.md shows (`dashboard_body`).
 
 The fork is made up the way tests/test_flagship.py makes it (two commits by Toby Mao without
 sign-off, one follow-up without trailers, three with `Assisted-by` and `Signed-off-by`); the
@@ -10,6 +11,7 @@ across the six suites, and a baseline where two tests fail on the unfixed base.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -17,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from carry import render
+from carry.cli import render
 from carry.validate.results import (
     Baseline,
     Failure,
@@ -124,5 +126,64 @@ def flagship_body() -> str:
         return body
 
 
+DASHBOARD_RUN = "2026-11-16T18:04:00Z"
+
+
+def dashboard_body() -> str:
+    """The dashboard as the CI job renders it (job/board.py), from rows and loop actions as
+    job/steer.py takes them, on the flagship's three manifest targets: the dev branch
+    validated with its PR open, the newest release conflicting at a root patch (the replay's
+    `why` names the upstream commit; a later patch builds on it) with 0.35.0 on the index but
+    not tagged yet, and upstream main with failing tests, triaged, and a retry ticked."""
+    from carry.job import board as boardmod
+    from carry.job import steer
+    from carry.job.cells import Row
+    from carry.job.loop import Action
+    from carry.series.store import find
+
+    def sha(what: str) -> str:
+        return hashlib.sha1(what.encode()).hexdigest()
+
+    s = find(REPO / "series", NAME)
+    board = boardmod.Board(s.manifest.fork.repo, open_limit=5)
+    board.cells = [boardmod.Cell(NAME, t.name) for t in s.manifest.targets]
+    dev = Row(NAME, "fork-dev", sha("dev"), "applied", validate="cached passed",
+              summary="382 tests passed across the six suites", ref="dev/jovian-judgement")
+    release = Row(NAME, "upstream-release@v0.34.0", sha("v0.34.0"), "conflict",
+                  ref="v0.34.0", conflict="0001-BugFix-Mamba-sparse-retention.patch", why=[
+        {"file": "0001-BugFix-Mamba-sparse-retention.patch", "status": "conflict",
+         "cause": {"sha": sha("55012"), "subject": "[Core] Hybrid allocator: one boundary list",
+                   "pr": 55012}, "builds_on": "",
+         "text": "0001 conflicts since upstream"},
+        {"file": "0004-Retain-both-EAGLE-reachable-positions.patch",
+         "status": "would-conflict", "cause": None,
+         "builds_on": "0001-BugFix-Mamba-sparse-retention.patch", "text": "0004 builds on 0001"}])
+    main = Row(NAME, "upstream-main", sha("main"), "applied", validate="failed",
+               summary="2 failed, 380 passed across the six suites", ref="upstream/main",
+               failing=[{"test": f"{FILES[0]}::test_swa_eagle_replay_hits_reachable_prefix",
+                         "message": "AssertionError", "verdict": "fails only with the series"},
+                        {"test": "tests/v1/core/prefix_cache/test_partial_prefix_cache_"
+                                 "primitives.py::test_evict_partial", "message": "KeyError",
+                         "verdict": "fails on upstream too"}])
+    for row, when in ((dev, "2026-11-16T12:02:00Z"), (release, "2026-11-16T18:01:00Z"),
+                      (main, DASHBOARD_RUN)):
+        cell = board.cell(NAME, row.target.split("@", 1)[0])
+        assert cell is not None
+        steer._take(cell, row, False, when)
+    for act in (Action(NAME, "fork-dev", "dev/jovian-judgement", "pr", "unchanged", 712),
+                Action(NAME, "upstream-release", "v0.34.0", "issue", "opened", 715),
+                Action(NAME, "upstream-main", "upstream/main", "issue", "updated", 716)):
+        steer._act(board, act)
+    release_cell = board.cell(NAME, "upstream-release")
+    assert release_cell is not None
+    release_cell.pending = ["0.35.0: waiting for the tag"]  # as steer._pending words it
+    board.retry = {(NAME, "upstream-main")}
+    board.last_run = DASHBOARD_RUN
+    return boardmod.render(board)
+
+
 if __name__ == "__main__":
-    sys.stdout.write(flagship_body())
+    if sys.argv[1:] == ["dashboard"]:
+        sys.stdout.write(dashboard_body())
+    else:
+        sys.stdout.write(flagship_body())

@@ -37,8 +37,10 @@ ENDPOINTS: dict[str, tuple[str | None, str, bool]] = {
     "post_comments": ("ReposOwnerRepoIssuesIssueNumberCommentsPostBody", "IssueComment", False),
     "post_labels": ("ReposOwnerRepoIssuesIssueNumberLabelsPostBodyOneof0", "Label", True),
     "get_comment": (None, "IssueComment", False),
+    "get_repo_comments": (None, "IssueComment", True),
     "get_issue_events": (None, "StateChangeIssueEvent", True),
     "delete_comment": (None, "", False),
+    "get_permission": (None, "RepositoryCollaboratorPermission", False),
 }
 
 
@@ -110,7 +112,52 @@ def _nested(annotation: Any) -> list[Any]:
     return []
 
 
+# GraphQL has no OpenAPI model: the queries carry sends are checked against GitHub's GraphQL
+# schema by hand (`viewer: User!`, `User.login: String!`; an issue's `userContentEdits`, a
+# UserContentEditConnection whose nodes have `editedAt: DateTime!`, `editor: Actor` (null for
+# a deleted account) and `diff: String`; a request is `query` + `variables`).
+GRAPHQL = "post_graphql"
+
+
+def _graphql(what: str, data: Any) -> list[str]:
+    if not isinstance(data, dict):
+        return [f"a GraphQL {what} is an object"]
+    if what == "request":
+        ok = isinstance(data.get("query"), str) and isinstance(data.get("variables", {}), dict)
+        extra = set(data) - {"query", "variables", "operationName"}
+        return [] if ok and not extra else ["a GraphQL request is {query, variables}"]
+    if "errors" in data:
+        ok = set(data) <= {"errors", "data"} and isinstance(data["errors"], list) and all(
+            isinstance(e, dict) and isinstance(e.get("message"), str) for e in data["errors"])
+        return [] if ok else ["GraphQL errors are a list of {message}"]
+    answer = data.get("data") if set(data) == {"data"} else None
+    if not isinstance(answer, dict):
+        return ["a GraphQL answer is {data}"]
+    if "repository" in answer:
+        return _edits(answer)
+    viewer = answer.get("viewer")
+    return [] if set(answer) == {"viewer"} and isinstance(viewer, dict) and set(viewer) == {
+        "login"} and isinstance(viewer["login"], str) else ["not {data: {viewer: {login}}}"]
+
+
+def _edits(answer: dict[str, Any]) -> list[str]:
+    try:
+        nodes = answer["repository"]["issue"]["userContentEdits"]["nodes"]
+    except (KeyError, TypeError):
+        return ["not {repository: {issue: {userContentEdits: {nodes}}}}"]
+    for n in nodes if isinstance(nodes, list) else [None]:
+        editor = n.get("editor") if isinstance(n, dict) else "?"
+        if not (isinstance(n, dict) and set(n) == {"editedAt", "editor", "diff"}
+                and isinstance(n["editedAt"], str) and isinstance(n["diff"], str | None)
+                and (editor is None or isinstance(editor, dict) and set(editor) == {"login"}
+                     and isinstance(editor["login"], str))):
+            return [f"a UserContentEdit is {{editedAt, editor: {{login}} | null, diff}}: {n}"]
+    return []
+
+
 def check_request(endpoint: str, body: Any) -> list[Violation]:
+    if endpoint == GRAPHQL:
+        return [Violation(endpoint, "request", p) for p in _graphql("request", body)]
     request, _, _ = ENDPOINTS.get(endpoint, (None, "", False))
     if endpoint == "post_labels" and isinstance(body, list):  # GitHub's oneOf: ["name", ...]
         return [] if all(isinstance(x, str) for x in body) else [
@@ -125,6 +172,8 @@ def check_response(endpoint: str, status: int, payload: Any) -> list[Violation]:
     if status >= 400:
         name = "ValidationError" if status == 422 else "BasicError"
         return [Violation(endpoint, "response", p) for p in problems(name, payload)]
+    if endpoint == GRAPHQL:
+        return [Violation(endpoint, "response", p) for p in _graphql("response", payload)]
     if endpoint not in ENDPOINTS:
         return [Violation(endpoint, "response", "no GitHub model is named for this endpoint")]
     _, response, many = ENDPOINTS[endpoint]

@@ -7,10 +7,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from carry import apply as applymod
-from carry import importer
-from carry import series as seriesmod
 from carry.git import Repo
+from carry.intake import apply as applymod
+from carry.intake import importer
+from carry.series import store as seriesmod
 
 
 @dataclass(frozen=True)

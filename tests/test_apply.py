@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from carry import importer, patches
-from carry import series as seriesmod
 from carry.git import Ident, Repo
+from carry.intake import importer
 from carry.replay.chain import materialize
+from carry.series import patches
+from carry.series import store as seriesmod
 from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from carry import patches as patchmod
 from carry.git import Ident, Repo, indexfile
 from carry.replay import chain
 from carry.replay.preimage import preimage
+from carry.series import patches as patchmod
 from tests.conftest import UTIL, CommitBuilder, git
 
 WHO = Ident("carry", "carry@cache", "1790000000 +0000")

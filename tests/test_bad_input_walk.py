@@ -2,8 +2,10 @@
 manifests, states, URLs, HTTP answers), each through the real CLI in its own process.
 
 Each must end in one line on stderr (`carry: error: ...`), exit 2, no traceback and no
-internal error, with the series folder and the repository's refs byte-for-byte unchanged.
-Run with -s to see the counts: inputs tried, clean errors.
+internal error, with the series folder, the repository's and its remote's refs byte-for-byte
+unchanged, no request that writes to GitHub, and no command run that an input smuggled in
+as a git option (it would create `{mark}`). Run with -s to see the counts: inputs tried,
+clean errors.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
     http: tuple[int, bytes] | None = None  # what the GitHub double answers every request with
     needle: str = ""
+    faults: tuple[tuple[str, int, bytes], ...] = ()  # (path regex, status, raw answer)
+    read_only: bool = False  # the series folder mounted read-only (root ignores file modes)
     absent: str = ""  # must appear nowhere in stdout or stderr (a token)
     # A FIFO made at {tmp}/NAME, and what a writer feeds it: a carry that opens it for reading
     # gets that (it never hangs the walk); one that refuses it never reads it.
@@ -122,6 +126,37 @@ def _write(rel: str, data: bytes) -> Mutate:
     return _tree(lambda d: (d / rel).write_bytes(data))
 
 
+def _mark(root: Path) -> Path:
+    """The file a smuggled command creates: its existence fails the case."""
+    return root.parent / "RAN"
+
+
+def _remote_option(table: str, option: str) -> Mutate:
+    """[TABLE].remote set to a git option that runs a command."""
+    def go(root: Path) -> None:
+        p = root / "demo" / "series.toml"
+        value = option.replace("{mark}", str(_mark(root)))
+        p.write_text(p.read_text() + f'\n[{table}]\nrepo = "lab/fork"\nremote = "{value}"\n'
+                     'branch = "main"\n\n[[target]]\nname = "rel"\nref = "base"\n'
+                     'kind = "release"\n')
+    return go
+
+
+def _loop_summary(option: str) -> Mutate:
+    """A cell's summary that `ci loop --open-pr` acts on (a clean release target), with the
+    manifest's fork remote an option: the loop pushes to that remote."""
+    def go(root: Path) -> None:
+        import json
+        import tomllib
+
+        _remote_option("fork", option)(root)
+        base = tomllib.loads((root / "demo" / "series.toml").read_text())["base"]["commit"]
+        row = {"series": "demo", "target": "rel", "onto": base, "rebase": "applied",
+               "validate": "passed", "ref": "base"}
+        (root.parent / "summary.json").write_text(json.dumps({"rows": [row]}))
+    return go
+
+
 # -- the table ---------------------------------------------------------------------------------
 
 APPLY = ["apply", "demo", "--repo", "{repo}", "--onto", "base", "--branch", "new"]
@@ -182,6 +217,8 @@ MANIFESTS: dict[str, Mutate] = {
     "manifest-dir": _replace_with_dir("series.toml"),
     "manifest-link": _symlink("series.toml", "/etc/hostname"),
     "manifest-dangling": _symlink("series.toml", "/nonexistent/series.toml"),
+    "fork-remote-option": _remote_option("fork", "--upload-pack=touch {mark}"),
+    "upstream-remote-option": _remote_option("upstream", "--upload-pack=touch {mark}"),
 }
 
 FILES: dict[str, Mutate] = {
@@ -206,7 +243,7 @@ FILES: dict[str, Mutate] = {
         b"\n\n", b"\nX-Carry-Author: bm8gZGF0ZQ==\n\n", 1)),
     "patch-author-newline": _patch(lambda d: d.replace(
         b"\n\n", b"\nX-Carry-Author: QSA8YUBiPiAxIC0wMDAwCnBhcmVudCB4\n\n", 1)),
-    # F13: numbers int() refuses (more than 4,300 digits), a date no calendar holds
+    # numbers int() refuses (more than 4,300 digits), a date no calendar holds
     "patch-hunk-5000-digits": _patch(lambda d: d.replace(b"@@ -1,2 ", b"@@ -1," + b"2" * 5000
                                                          + b" ", 1)),
     "patch-stat-5000-digits": _patch(lambda d: d.replace(b" 1 file changed",
@@ -276,7 +313,7 @@ def _link_out(rel: str) -> Mutate:
 
 
 def _f13_cases() -> list[Case]:
-    """The classes F13 found: 3,000-deep documents, summaries of the wrong types, FIFOs,
+    """The classes an attack found: 3,000-deep documents, summaries of the wrong types, FIFOs,
     links out of a series, numbers int() refuses, URLs urllib refuses, names a `$` anchor
     let through, and credentials in a --repo URL."""
     deep_manifest = "\nx = " + "[" * 3000 + "]" * 3000 + "\n"
@@ -496,7 +533,86 @@ def _cases() -> list[Case]:
     cases.append(Case("validation missing", PR + ["--dry-run", "--validation",
                                                    "/nonexistent/r.json"]))
     cases.append(Case("validation dir", PR + ["--dry-run", "--validation", "/tmp"]))
-    return cases + _f13_cases()
+    for label, mutate in (  # values the plan puts on pytest's and pre-commit's command line
+            ("suite -p", _edit_manifest("[test]\n", '[test]\nsuites = ["-p", "os"]\n')),
+            ("suite --co", _edit_manifest("[test]\n", '[test]\nsuites = ["--co"]\n')),
+            ("hook id", _append_manifest('\n[[test.hook]]\nid = "--config=x.yaml"\n')),
+            ("hook fallback", _append_manifest('\n[[test.hook]]\nid = "x"\n'
+                                               'fallback = "-c"\n'))):
+        cases.append(Case(f"plan {label}", VALIDATE, mutate, needle="starts with '-'"))
+    return cases + _forge_cases() + _option_cases() + _f13_cases()
+
+
+# -- who carry may act on (the double's lab/walk* repositories, seeded in `world`) ------------
+
+MARK = "<!-- carry:series=demo -->"
+PR_ON = ["pr", "demo", "--repo", "{repo}", "--branch", "carried", "--base", "main", "--remote",
+         "{origin}", "--forge-repo"]
+SUPERSEDE_IN = ["supersede", "demo", "--forge-repo", "lab/walk3", "--by"]
+USER_ANSWERS = [("html", 200, b"<html>a proxy</html>"), ("list", 200, b"[1]"),
+                ("empty", 200, b"{}"), ("login int", 200, b'{"login": 5}'),
+                ("500", 500, b'{"message": "Server Error"}'), ("404", 404, b'{"message": "x"}')]
+INTEGRATION = (r"^/user$", 403, b'{"message": "Resource not accessible by integration"}')
+VIEWER_ANSWERS = [("viewer null", 200, b'{"data": {"viewer": null}}'),
+                  ("graphql errors", 200, b'{"errors": [{"message": "no"}]}'),
+                  ("graphql html", 200, b"<html/>"),
+                  ("graphql 401", 401, b'{"message": "Bad credentials"}')]
+
+
+def _seed(gh: github_server.RunningServer) -> None:
+    """lab/walk: mallory's PR from the fork's `carried` branch, with carry's marker.
+    lab/walk2: carry's own PR for demo. lab/walk3: carry's #30, alice's #31 that it would
+    close, and mallory's #32 with the marker."""
+    add = gh.state.add_pull
+    add("lab/walk", 1, title="steer", body=MARK, head="carried", head_sha="1" * 40,
+        base="main", user="mallory", draft=False)
+    add("lab/walk2", 1, title="carry's", body=MARK, head="other", head_sha="2" * 40,
+        base="main", user="carry-bot", draft=False)
+    for n, user in ((30, "carry-bot"), (31, "alice"), (32, "mallory")):
+        add("lab/walk3", n, title=f"#{n}", body=MARK, head=f"h{n}", head_sha="3" * 40,
+            base="main", user=user, draft=False)
+
+
+def _forge_cases() -> list[Case]:
+    cases = [Case("forge foreign PR on the branch", PR_ON + ["lab/walk"],
+                  needle="is the head of open PR #1 by mallory"),
+             Case("forge foreign --by", SUPERSEDE_IN + ["32"],
+                  needle="#32 is not carry's PR for series demo"),
+             Case("forge read-only series", SUPERSEDE_IN + ["30", "--apply"],
+                  _append_manifest('\n[[provenance]]\npr = "lab/walk3#31"\nrole = '
+                                   '"superseded"\npatches = [1]\n'), read_only=True,
+                  needle="cannot write series demo")]
+    answers = [(label, ((r"^/user$", status, raw),)) for label, status, raw in USER_ANSWERS]
+    answers += [(label, (INTEGRATION, (r"^/api/graphql$", status, raw)))
+                for label, status, raw in VIEWER_ANSWERS]
+    for label, faults in answers:
+        cases.append(Case(f"forge user {label} pr", PR_ON + ["lab/walk2"], faults=faults))
+        cases.append(Case(f"forge user {label} supersede", SUPERSEDE_IN + ["30"],
+                          faults=faults))
+    return cases
+
+
+REMOTE_OPTIONS = ["--upload-pack=touch {mark}", "--exec=touch {mark}",
+                  "--receive-pack=touch {mark}", "-u", "--upload-pack"]
+
+
+def _option_cases() -> list[Case]:
+    """A remote that is a git option, from a flag or the manifest: on pr, supersede and the
+    CI loop (whose job holds the write token), dry runs too."""
+    cases = []
+    pr = PR[:-2]  # without its --remote
+    sup = SUPERSEDE + ["--repo", "{repo}"]
+    for opt in REMOTE_OPTIONS:
+        for label, args in (("pr", pr), ("pr dry-run", pr + ["--dry-run"]),
+                            ("supersede", sup), ("supersede apply", sup + ["--apply"]),
+                            ("ci", ["ci", "--repo", "{repo}", "--onto", "base", "--engine",
+                                    "local", "--open-pr", "--forge-repo", "lab/fork",
+                                    "--dry-run"])):
+            cases.append(Case(f"remote {opt[:15]} {label}", args + ["--remote", opt]))
+        cases.append(Case(f"manifest fork remote {opt[:15]} ci loop",
+                          ["ci", "loop", "{tmp}/summary.json", "--repo", "{repo}",
+                           "--open-pr"], _loop_summary(opt)))
+    return cases
 
 
 def _image(image: str) -> Mutate:
@@ -532,6 +648,8 @@ def _snapshot(root: Path, repo: Path) -> dict[str, bytes]:
     refs = git(repo, "for-each-ref", "--format=%(refname) %(objectname)").splitlines()
     out["refs"] = "\n".join(r for r in refs if not r.startswith("refs/carry/cache/")).encode()
     out["HEAD"] = git(repo, "symbolic-ref", "-q", "HEAD", check=False).encode()
+    remote = repo.parent / "origin.git"
+    out["remote refs"] = git(remote, "for-each-ref").encode() if remote.exists() else b""
     return out
 
 
@@ -562,6 +680,12 @@ def world(upstream: CommitBuilder, tmp_path: Path) -> Iterator[World]:
     afile.write_text("not a folder\n")
     gh = github_server.start(FORGE_TOKEN)
     gh.state.repo("lab/fork")
+    _seed(gh)
+    carried = git(upstream.path, "rev-parse", "carried")
+    for number, user in ((3, "carry-bot"), (4, "alice")):  # supersede --by 3 closes #4
+        gh.state.add_pull("lab/fork", number, title=f"pr {number}", head=f"b{number}",
+                          body="<!-- carry:series=demo -->\n", head_sha=carried, base="main",
+                          user=user, draft=False)
     yield World(upstream, pristine, tmp_path, gh, sha256, plain, afile)
     gh.stop()
 
@@ -572,7 +696,8 @@ def _run(w: World, i: int, case: Case) -> str | None:
     shutil.copytree(w.pristine, root, symlinks=True)
     if case.mutate:
         case.mutate(root)
-    subs = {"{repo}": str(w.up.path), "{origin}": str(w.tmp / "origin.git"),
+    subs = {"{mark}": str(_mark(root)), "{repo}": str(w.up.path),
+            "{origin}": str(w.tmp / "origin.git"),
             "{sha256}": str(w.sha256), "{plain}": str(w.plain), "{afile}": str(w.afile),
             "{tmp}": str(root.parent), "{gh}": w.gh.url}
     git_file = w.up.path / ".git" / case.git_file[0] if case.git_file else None
@@ -593,12 +718,17 @@ def _run(w: World, i: int, case: Case) -> str | None:
     w.gh.state.faults.clear()
     if case.http:
         w.gh.state.fault(case.http[0], times=10_000, raw=case.http[1])
+    for path, status, raw in case.faults:
+        w.gh.state.fault(status, times=10_000, path=path, raw=raw)
+    writes = len(w.gh.state.writes())
     env = dict(os.environ, GH_TOKEN="", GITHUB_TOKEN=FORGE_TOKEN, GITHUB_API_URL=w.gh.url,
                PIP_INDEX_URL="http://127.0.0.1:9/simple")
     env.update(case.env)
     before = _snapshot(root, w.up.path)
-    proc = subprocess.run([sys.executable, "-m", "carry", *args], env=env, capture_output=True,
-                          text=True, cwd=root.parent, stdin=subprocess.DEVNULL)
+    prefix = _read_only(root) if case.read_only else []
+    proc = subprocess.run([*prefix, sys.executable, "-m", "carry", *args], env=env,
+                          capture_output=True, text=True, cwd=root.parent,
+                          stdin=subprocess.DEVNULL)
     lines = proc.stderr.splitlines()
     why = None
     if proc.returncode != 2:
@@ -611,6 +741,10 @@ def _run(w: World, i: int, case: Case) -> str | None:
         why = f"no {case.needle!r}"
     elif _snapshot(root, w.up.path) != before:
         why = "series or refs changed"
+    elif len(w.gh.state.writes()) != writes:
+        why = f"wrote to GitHub: {w.gh.state.writes()[writes:]}"
+    elif _mark(root).exists():
+        why = "an input given as a git option ran a command"
     elif case.absent and case.absent in proc.stdout + proc.stderr:
         why = f"{case.absent!r} printed"
     if feeder is not None and case.fifo is not None:
@@ -621,6 +755,18 @@ def _run(w: World, i: int, case: Case) -> str | None:
     if why:
         return f"{case.label}: {why}: {args[:6]} -> {proc.stderr.strip()[:300]!r}"
     return None
+
+
+def _read_only(root: Path) -> list[str]:
+    """A prefix that runs the command with `root` mounted read-only, in a mount namespace of
+    its own: nothing to undo, whatever happens to the command."""
+    return ["unshare", "-m", "sh", "-c", 'mount --bind "$0" "$0" && '
+            'mount -o remount,bind,ro "$0" "$0" && exec "$@"', str(root)]
+
+
+def _can_mount() -> bool:
+    return shutil.which("unshare") is not None and subprocess.run(
+        ["unshare", "-m", "true"], capture_output=True).returncode == 0
 
 
 def _feed(path: Path, data: bytes) -> Callable[[Path], None]:
@@ -652,6 +798,8 @@ def _feed(path: Path, data: bytes) -> Callable[[Path], None]:
 
 
 def _walk(world: World, cases: list[Case]) -> None:
+    if not _can_mount():
+        cases = [c for c in cases if not c.read_only]
     failures = [f for i, c in enumerate(cases) if (f := _run(world, i, c)) is not None]
     print(f"\nbad-input walk: {len(cases)} inputs tried, {len(cases) - len(failures)} clean "
           f"errors")
@@ -668,3 +816,9 @@ def test_bad_input_walk(world: World) -> None:
 def test_bad_input_walk_sample(world: World) -> None:
     """The default tier: every fourth input of the walk, which covers each family."""
     _walk(world, _cases()[::4])
+
+
+def test_bad_input_walk_of_who_carry_may_act_on(world: World) -> None:
+    """Every input of that family, in the default tier: a PR, an issue or an account that
+    is not carry's, and answers about the token's account that are not GitHub's."""
+    _walk(world, _forge_cases())

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from carry import check as checkmod
-from carry import importer
-from carry import series as seriesmod
-from carry.errors import CarryError
+from carry.base.errors import CarryError
+from carry.intake import check as checkmod
+from carry.intake import importer
+from carry.series import store as seriesmod
 from tests.conftest import LOGPROBZ, THOR, TOBY, CommitBuilder, git, run_carry
 
 REPO = Path(__file__).resolve().parent.parent

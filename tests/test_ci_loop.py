@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from carry import series as seriesmod
-from carry import tracking
-from carry.series import Repository, Target
+from carry.job import tracking
+from carry.series import store as seriesmod
+from carry.series.store import Repository, Target
 from tests import github_server
 from tests.conftest import CommitBuilder, git, run_carry
 from tests.validate import synthetic

@@ -15,7 +15,7 @@ from carry.git import Repo
 from carry.replay.chain import load_chain
 from carry.replay.drops import find_drops
 from carry.replay.engine import TargetResult, replay
-from carry.series import Provenance
+from carry.series.store import Provenance
 from tests.conftest import TOBY, CommitBuilder, git, util
 
 MakeSeries = Callable[..., Any]
@@ -119,8 +119,8 @@ def test_provenance_squash_merge_drops_mapped_patches(upstream: CommitBuilder,
 def test_a_pr_number_matches_only_prs_of_the_upstream_repository(
         upstream: CommitBuilder, make_series: MakeSeries) -> None:
     """`(#123)` at the end of an upstream subject names upstream's PR #123, not the fork's:
-    provenance for `my-fork/vllm#123` must not drop anything on it (F8 #11)."""
-    from carry.series import Repository
+    provenance for `my-fork/vllm#123` must not drop anything on it."""
+    from carry.series.store import Repository
 
     _series(upstream, ["Keep state below boundary"], [{"src/util.py": util(h2=22)}])
     upstream.commit("[BugFix] Something else entirely (#123)", {"README": "other\n"})

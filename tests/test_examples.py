@@ -1,5 +1,6 @@
 """docs/examples/flagship-pr-body.md is exactly what its README command makes, and it covers
-every section of #643's description with facts rendered, not hard-coded."""
+every section of #643's description with facts rendered, not hard-coded; the dashboard that
+ci/README.md shows is exactly what `python -m tests.examples dashboard` makes."""
 
 from __future__ import annotations
 
@@ -63,3 +64,22 @@ def test_provenance_counts_baseline_hooks_and_image_are_rendered(made: str) -> N
 def test_no_host_path_and_no_stutter(made: str) -> None:
     assert "--junitxml" not in made and "/tmp/" not in made and str(REPO) not in made
     assert not re.search(r"\b(\w+) \1\b", made), re.search(r"\b(\w+) \1\b", made)
+
+
+DASHBOARD = "<!-- example: python -m tests.examples dashboard -->\n"
+
+
+def test_ci_readme_shows_the_dashboard_the_code_renders() -> None:
+    from carry.job import board
+
+    proc = subprocess.run([sys.executable, "-m", "tests.examples", "dashboard"], cwd=REPO,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    text = (REPO / "ci" / "README.md").read_text()
+    shown = text.split(DASHBOARD, 1)[1].split("<!-- end of the example -->", 1)[0]
+    assert shown == proc.stdout, "regenerate the example in ci/README.md"
+    parsed = board.parse("local-inference-lab/vllm", shown)
+    assert [c.state for c in parsed.cells] == ["validated", "tests failing", "conflict"]
+    assert parsed.retry == {("mamba-sparse-retention", "upstream-main")}
+    assert "since upstream `" in shown and "fails on upstream too" in shown
+    assert "0.35.0: waiting for the tag" in shown

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from carry import patches
+from carry.series import patches
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "patches"
 CASES = sorted(p.stem for p in FIXTURES.glob("*.json"))

@@ -163,7 +163,7 @@ def test_pr_body_quotes_the_last_validation_of_the_same_tree(tmp_path: Path,
 
 def test_forge_issue_methods_list_only_open_issues_with_the_marker(
         gh: github_server.RunningServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from carry import forge
+    from carry.publish import github as forge
 
     mark = "<!-- carry:tracking "
     gh.state.add_pull(FORK, title="pr", body=f"{mark}series=x -->", head="h", head_sha="1" * 40,
@@ -172,12 +172,12 @@ def test_forge_issue_methods_list_only_open_issues_with_the_marker(
     gh.state.add_issue(FORK, title="old", body=f"{mark}series=x -->", user="bob", state="closed")
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     f = forge.Forge.connect(gh.url, forge.token_from_env())  # registers it for scrubbing
-    made = f.create_issue(FORK, "tracked", f"{mark}series=x -->\n{TOKEN}")
-    assert [i.number for i in f.open_issues(FORK, mark)] == [made.number]
+    made = f.repo(FORK).create_issue("tracked", f"{mark}series=x -->\n{TOKEN}")
+    assert [i.number for i in f.repo(FORK).open_issues(mark)] == [made.number]
     assert TOKEN not in gh.state.repos[FORK].issues[made.number].body  # scrubbed on the way out
-    f.edit_issue(FORK, made.number, title="renamed")
-    f.close_issue(FORK, made.number, "fixed")
+    f.repo(FORK).edit_issue(made.number, title="renamed")
+    f.repo(FORK).close_issue(made.number, "fixed")
     issue = gh.state.repos[FORK].issues[made.number]
     assert (issue.title, issue.state) == ("renamed", "closed")
-    assert f.open_issues(FORK, mark) == []
+    assert f.repo(FORK).open_issues(mark) == []
     assert [m for m, _ in gh.state.writes()] == ["POST", "PATCH", "POST", "PATCH"]

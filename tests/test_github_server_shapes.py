@@ -26,6 +26,12 @@ def server() -> Iterator[github_server.RunningServer]:
                      user="alice", draft=True, commits=["2" * 40], labels=["carry"])
     s.state.add_comment("lab/fork", 1, "hello", "bob")
     s.state.add_issue("lab/fork", title="tracking", body="<!-- carry:tracking -->", user="bot")
+    s.state.add_pull("lab/fork", title="from a fork", body="forked", head="h", head_sha="3" * 40,
+                     base="main", user="mallory", draft=False, head_repo="mallory/fork")
+    s.state.add_pull("lab/fork", title="fork deleted", body="gone", head="h", head_sha="4" * 40,
+                     base="main", user="gone", draft=False, head_repo=None)
+    s.state.add_comment("lab/fork", 2, "by an app", "github-actions[bot]")
+    s.state.add_token("ghs_installation", "github-actions[bot]", app=True)
     yield s
     s.stop()
 
@@ -56,8 +62,18 @@ CASES = [
     ("/repos/lab/fork/issues/2", "Issue", False),
     ("/repos/lab/fork/issues", "Issue", True),
     ("/repos/lab/fork/issues?state=all&per_page=1&page=2", "Issue", True),
+    ("/repos/lab/fork/pulls/3", "PullRequest", False),
+    ("/repos/lab/fork/pulls/4", "PullRequest", False),
+    ("/repos/lab/fork/issues/4", "Issue", False),
+    ("/repos/lab/fork/issues/comments", "IssueComment", True),
+    ("/repos/lab/fork/issues/comments?since=2020-01-01T00:00:00Z&direction=desc",
+     "IssueComment", True),
     ("/user", "PrivateUser", False),
     ("/rate_limit", "RateLimitOverview", False),
+    ("/repos/lab/fork/collaborators/alice/permission", "RepositoryCollaboratorPermission",
+     False),
+    ("/repos/lab/fork/collaborators/github-actions%5Bbot%5D/permission",
+     "RepositoryCollaboratorPermission", False),
 ]
 
 
@@ -70,6 +86,34 @@ def test_answers_match_githubs_openapi_models(server: github_server.RunningServe
     cls = getattr(_models(), model)
     for item in items:
         cls.model_validate(item)  # raises with every field GitHub would have and we lack
+
+
+def test_a_pull_from_another_fork_names_that_fork(server: github_server.RunningServer) -> None:
+    pulls = {p["number"]: p for p in _get(server, "/repos/lab/fork/pulls?state=all")}
+    assert (pulls[3]["head"]["repo"]["full_name"], pulls[3]["head"]["label"]) == (
+        "mallory/fork", "mallory:h")
+    assert pulls[3]["head"]["repo"]["fork"] and pulls[4]["head"]["repo"] is None
+    assert pulls[1]["head"]["repo"]["full_name"] == "lab/fork"
+
+
+def test_each_token_is_its_own_account(server: github_server.RunningServer) -> None:
+    """A user's token reads /user; an installation token (GitHub Actions' GITHUB_TOKEN) is
+    refused there, as on GitHub, and learns its bot login from GraphQL's viewer."""
+    from github import Auth, Github, GithubException
+
+    server.state.add_token("ghp_bob", "bob")
+    assert Github(base_url=server.url, auth=Auth.Token("ghp_bob"),
+                  api_version="2026-03-10").get_user().login == "bob"
+    app = Github(base_url=server.url, auth=Auth.Token("ghs_installation"), retry=None,
+                 api_version="2026-03-10")
+    with pytest.raises(GithubException) as no:
+        app.get_user().login  # noqa: B018 - the read is the request
+    assert (no.value.status, no.value.data["message"]) == (
+        403, "Resource not accessible by integration")
+    _, data = app.requester.graphql_query("query { viewer { login } }", {})
+    assert data == {"data": {"viewer": {"login": "github-actions[bot]"}}}
+    made = app.get_repo("lab/fork").create_issue("by the app", "x")
+    assert made.user.login == "github-actions[bot]" and made.user.type == "Bot"
 
 
 def test_search_answers_match(server: github_server.RunningServer) -> None:
@@ -185,6 +229,29 @@ def test_a_wrong_api_version_is_refused(fresh: github_server.RunningServer) -> N
     with pytest.raises(GithubException) as no:
         old.get_repo("lab/fork")
     assert no.value.status == 400
+
+
+def test_an_issue_edit_history_and_a_collaborators_permission(
+        fresh: github_server.RunningServer) -> None:
+    """What the dashboard reads to know who ticked a box: the body's revisions from GraphQL's
+    `userContentEdits` (REST has no record of who edited a body; GitHub lists them newest
+    first and starts with the created one), and REST's permission of each editor (maintain
+    reads as write, triage as read)."""
+    from carry.publish.github import Forge
+
+    fresh.state.add_token("ghp_alice", "alice")
+    fresh.state.roles[("lab/fork", "alice")] = "maintain"
+    fresh.state.roles[("lab/fork", "tim")] = "triage"
+    issue = fresh.state.add_issue("lab/fork", title="d", body="v0", user="carry-bot")
+    mine = Forge.connect(fresh.url, TOKEN).repo("lab/fork")
+    assert mine.body_edits(issue.number) == []
+    mine.edit_issue(issue.number, body="v1")
+    Forge.connect(fresh.url, "ghp_alice").repo("lab/fork").edit_issue(issue.number, body="v2")
+    mine.edit_issue(issue.number, title="only the title")
+    assert [(e.editor, e.body) for e in mine.body_edits(issue.number)] == [
+        ("carry-bot", "v0"), ("carry-bot", "v1"), ("alice", "v2")]
+    assert [mine.can_write(u) for u in ("alice", "tim", "nobody")] == [True, False, False]
+    assert not fresh.state.violations
 
 
 def test_every_answer_is_checked_against_githubs_models() -> None:

@@ -1,4 +1,4 @@
-"""F13, untrusted input and secrets: what the code under test prints, a token in a remote's
+"""Untrusted input and secrets: what the code under test prints, a token in a remote's
 URL, documents nested 3,000 deep or of the wrong types, links out of a series, and refs that
 are not file names. Real CLI, real git, real pytest in the validated tree.
 
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from carry import redact, untrusted
-from carry import series as seriesmod
-from carry.errors import CarryError
-from carry.job import artifact_name
-from carry.series import Target
+from carry.base import redact, untrusted
+from carry.base.errors import CarryError
+from carry.job.cells import artifact_name
+from carry.series import store as seriesmod
+from carry.series.store import Target
 from carry.validate import cache
 from tests import github_server
 from tests.conftest import FORGE_TOKEN, FORK, TOBY, CommitBuilder, git, run_carry
@@ -361,7 +361,7 @@ def test_scratch_names_with_odd_pids_are_left_alone(upstream: CommitBuilder,
                   "--dry-run", env=env)
     assert r.code == 0, r.err
     assert all(p.exists() for p in odd[:2])  # not carry's: never removed
-    from carry import scratch
+    from carry.base import scratch
 
     assert not any(scratch.maker_dead(p.name, "carry-index-") for p in odd)
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from carry import importer
-from carry import series as seriesmod
-from carry.errors import CarryError
+from carry.base.errors import CarryError
+from carry.intake import importer
+from carry.series import store as seriesmod
 from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry
 
 
@@ -150,7 +150,8 @@ def test_branch_uses_merge_base_with_base_ref(upstream: CommitBuilder,
     assert data["head"] == upstream.rev("feature")
     assert data["source"] == "branch feature"
     m = seriesmod.find(series_root, "demo").manifest
-    assert (m.base.ref, m.base.commit) == ("main", upstream.rev("base"))
+    # main's tip is another commit: the base is named by the commit the patches apply to
+    assert (m.base.ref, m.base.commit) == (upstream.rev("base"), upstream.rev("base"))
     assert len(data["patches"]) == 2
 
 

@@ -97,6 +97,8 @@ def test_status_shows_stopped_rebase_branches_and_validation(
                      *sd).code == 0
     stop = run_carry("rebase", "demo", "--repo", str(upstream.path), "--onto", "main", *sd)
     assert stop.code == 1, stop.err
+    # the conflict worktree, asked for (a stop makes none)
+    assert run_carry("rebase", "--repo", str(upstream.path), "--continue", *sd).code == 1
     r = run_carry("status", "demo", "--repo", str(upstream.path), "--json", *sd)
     assert r.code == 0, r.err
     data = json.loads(r.out)["series"][0]
@@ -138,8 +140,10 @@ def test_series_list_says_where_and_lists_bad_manifests(tmp_path: Path) -> None:
 def test_json_errors_are_json_on_stdout(tmp_path: Path) -> None:
     r = run_carry("check", "nope", "--json", "--series-dir", str(tmp_path))
     assert r.code == 2 and r.err.startswith("carry: error: unknown series 'nope'")
-    assert json.loads(r.out) == {"error": f"unknown series 'nope' in {tmp_path} (known: none)",
-                                 "hint": None, "exit": 2}
+    data = json.loads(r.out)
+    assert data["hint"].startswith("pass --series-dir DIR or set CARRY_SERIES_DIR")
+    assert data == {"error": f"unknown series 'nope' in {tmp_path} (known: none)",
+                    "hint": data["hint"], "exit": 2}
     plain = run_carry("check", "nope", "--series-dir", str(tmp_path))
     assert plain.out == ""
 
@@ -150,7 +154,7 @@ def test_every_command_has_an_example_and_an_uncut_summary() -> None:
     assert top.code == 0 and "..." not in summaries
     commands = ["init", "status", "import", "check", "apply", "validate", "rebase", "range-diff",
                 "pr", "supersede", "ci", "ci matrix", "ci run", "releases", "series list",
-                "series show"]
+                "series show", "trailers"]
     for cmd in commands:
         r = run_carry(*cmd.split(), "--help")
         assert r.code == 0, (cmd, r.err)

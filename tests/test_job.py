@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from carry import series as seriesmod
-from carry.series import Target
+from carry.series import store as seriesmod
+from carry.series.store import Target
 from tests.conftest import CommitBuilder, git, run_carry
 from tests.validate import synthetic
 

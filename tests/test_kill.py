@@ -2,7 +2,12 @@
 target and onto several, `rebase --refresh`, and `rebase --continue`. After each kill (and
 `--abort`, for a rebase that left a state) the refs and the series bytes are the old ones or
 the new ones, never a mix: one target moved and not the other, or a branch moved and the
-series still at its old version.
+series still at its old version. `supersede --apply` writes to GitHub before the series: after
+a kill, the next run must leave the new state whole (every PR closed once, with one comment,
+and recorded), whatever the kill interrupted. The conflict loop too (F10): a `--skip` that
+moves the kept worktree to the next stop in place, one with no worktree, and the `--continue`
+that makes the worktree at a stop; after each kill the loop still finishes with the same
+trees, and `--abort` leaves the repository as it was.
 
 The default tier kills each command a few times; the slow tier 50 times each.
 """
@@ -10,6 +15,7 @@ The default tier kills each command a few times; the slow tier 50 times each.
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import signal
 import time
@@ -19,7 +25,19 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, kill_after, run_carry, util
+from tests import github_server
+from tests.conftest import (
+    FORK,
+    LOGPROBZ,
+    TOBY,
+    CommitBuilder,
+    git,
+    kill_after,
+    run_carry,
+    util,
+)
+from tests.test_forge import _env, _import_and_apply
+from tests.test_rebase_conflict import _no_leftovers, _snapshot
 
 MakeSeries = Callable[..., Any]
 _SKIP = (".lock", ".versions")  # lock files and kept old versions are not the series' content
@@ -180,3 +198,261 @@ def test_fifty_kills_of_every_command(project: dict[str, Any]) -> None:
     total = {k: v["killed"] for k, v in seen.items()}
     print(f"kills that hit a running command, of 50 each: {total}")
     assert all(v["killed"] >= 10 for v in seen.values()), seen
+
+
+# -- the conflict loop (F10 item 4) -----------------------------------------------------------
+
+
+@pytest.fixture
+def conflicted(upstream: CommitBuilder, make_series: MakeSeries,
+               series_root: Path) -> dict[str, Any]:
+    """Twelve patches onto a moved `main` that stop at 0004 and at 0009, and a tree of a few
+    hundred files for the conflict worktree to hold."""
+    upstream.commit("bulk", {f"bulk/d{d}/f{f}.txt": f"{d} {f}\n" * 20
+                             for d in range(6) for f in range(50)})
+    git(upstream.path, "tag", "-f", "base")
+    git(upstream.path, "checkout", "-q", "-b", "feature")
+    for i in range(12):
+        files = {3: {"src/util.py": util(h1=11)},
+                 8: {"src/core.py": "def f():\n    return 8\n"}}.get(
+            i, {f"pkg/m{i}.py": f"X = {i}\n"})
+        upstream.commit(f"P{i}", files, author=TOBY if i % 2 else LOGPROBZ)
+    upstream.checkout("main")
+    git(upstream.path, "reset", "-q", "--hard", "base")
+    upstream.commit("Upstream h1", {"src/util.py": util(h1=101)})
+    upstream.commit("Upstream f", {"src/core.py": "def f():\n    return 30\n"})
+    make_series(upstream, "feature")
+    return {"up": upstream, "root": series_root,
+            "args": ("rebase", "demo", "--repo", str(upstream.path), "--series-dir",
+                     str(series_root))}
+
+
+def _to_the_end(args: tuple[str, ...]) -> Callable[[], None]:
+    """Settle a killed loop the way a maintainer would: --skip while stopped at a conflict
+    (--continue when the kill left it between two stops), until the rebase is done."""
+    def settle() -> None:
+        for _ in range(6):
+            res = run_carry(*args, "--skip")
+            if res.code == 2 and "not stopped at a conflict" in res.err:
+                res = run_carry(*args, "--continue")
+            if res.code == 0 or "no carry rebase of demo is in progress" in res.err:
+                return
+            assert res.code == 1, res.err
+        raise AssertionError("the loop did not finish")
+    return settle
+
+
+def _loop_campaigns(ctx: dict[str, Any], kills: int,
+                    every: bool = True) -> dict[str, dict[str, int]]:
+    up: CommitBuilder = ctx["up"]
+    args: tuple[str, ...] = ctx["args"]
+    c = Campaign(up.path, ctx["root"], kills, seed=kills + 1)
+
+    def clean() -> None:
+        run_carry(*args, "--abort")
+        for ref in git(up.path, "for-each-ref", "--format=%(refname)",
+                       "refs/heads/carry/").split():
+            git(up.path, "update-ref", "-d", ref)
+
+    def stopped(make: bool) -> Callable[[], None]:
+        """Stopped at 0004; with `make`, the worktree asked for (--continue) and there."""
+        def reset() -> None:
+            clean()
+            assert run_carry(*args, "--onto", "main").code == 1
+            if make:
+                assert run_carry(*args, "--continue").code == 1
+        return reset
+
+    def finished(first: tuple[str, ...]) -> Callable[[], None]:
+        """`first` runs once before the skips: a --continue after a kill must take nothing
+        from a worktree it had not finished making (it makes it again, or finds markers)."""
+        def settle() -> None:
+            if first:
+                assert run_carry(*args, *first).code in (0, 1, 2)
+            _to_the_end(args)()
+            assert not (up.path.parent / f"{up.path.name}.carry").exists()
+        return settle
+
+    out = {}
+    paths = (("--skip, worktree kept", True, ("--skip",), ()),
+             ("--skip --json, no worktree", False, ("--skip", "--json"), ()),
+             ("--continue makes the worktree", False, ("--continue",), ("--continue",)))
+    for name, make, action, first in paths if every else paths[:1]:
+        out[name] = c.run((*args, *action), stopped(make), finished(first))
+    # and --abort after a kill anywhere in those, back to the repository as it was
+    clean()
+    before = _snapshot(up.path)
+    rng = random.Random(kills)
+    for i in range(kills):
+        for make, action in ((True, ("--skip",)), (False, ("--continue",))):
+            stopped(make)()
+            kill_after((*args, *action), 0.4 * (i + rng.random()) / kills)
+            assert run_carry(*args, "--abort").code == 0
+            assert _snapshot(up.path) == before, f"kill {i} of {action}"
+            _no_leftovers(up.path)
+    return out
+
+
+def test_kills_in_the_conflict_loop(conflicted: dict[str, Any]) -> None:
+    seen = _loop_campaigns(conflicted, kills=3, every=False)  # the slow tier runs them all
+    assert set(seen) == {"--skip, worktree kept"}
+
+
+@pytest.mark.slow
+def test_fifty_kills_in_the_conflict_loop(conflicted: dict[str, Any]) -> None:
+    seen = _loop_campaigns(conflicted, kills=50)
+    total = {k: v["killed"] for k, v in seen.items()}
+    print(f"kills that hit a running command, of 50 each: {total}")
+    assert all(v["killed"] >= 10 for v in seen.values()), seen
+
+
+# -- supersede: GitHub first, then the series ------------------------------------------------
+
+CLOSABLE = range(1, 6)
+
+
+@pytest.fixture
+def forge_project(gh: github_server.RunningServer, fork: CommitBuilder, series_root: Path,
+                  monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """carry's #9 carries the series; alice's #1..#5 each carry some of its commits."""
+    env = _env(gh, series_root)
+    _import_and_apply(fork, env)
+    for key, value in env.items():  # kill_after's runs read os.environ
+        monkeypatch.setenv(key, value)
+    for n, rev, user in [(9, "carry/demo", "carry-bot"),
+                         *((n, f"carry/demo~{n % 3}", "alice") for n in CLOSABLE)]:
+        sha = git(fork.path, "rev-parse", rev)
+        git(fork.path, "push", "-q", "origin", f"{sha}:refs/pull/{n}/head")
+        gh.state.add_pull(FORK, n, title=f"pr {n}", body="<!-- carry:series=demo -->",
+                          head=f"b{n}", head_sha=sha, base="main", user=user, draft=False)
+    return {"gh": gh, "fork": fork, "root": series_root,
+            "args": ("supersede", "demo", "--by", "9", "--forge-repo", FORK, "--repo",
+                     str(fork.path), "--apply")}
+
+
+def _supersede_campaign(ctx: dict[str, Any], kills: int) -> dict[str, int]:
+    gh: github_server.RunningServer = ctx["gh"]
+    root: Path = ctx["root"]
+    args: tuple[str, ...] = ctx["args"]
+    pulls = gh.state.repos[FORK].pulls
+    manifest = (root / "demo" / "series.toml").read_bytes()
+
+    def reset() -> None:
+        (root / "demo" / "series.toml").write_bytes(manifest)
+        for n in CLOSABLE:
+            pulls[n].state, pulls[n].labels = "open", []
+        gh.state.repos[FORK].comments.clear()
+
+    def next_run() -> None:
+        res = run_carry(*args)
+        assert res.code == 0, res.err
+        assert [pulls[n].state for n in CLOSABLE] == ["closed"] * len(CLOSABLE)
+        assert sorted(c.issue for c in gh.state.repos[FORK].comments) == list(CLOSABLE)
+
+    seen = Campaign(ctx["fork"].path, root, kills, seed=kills).run(args, reset, next_run)
+    assert seen["old"] == 0, f"a closed PR was never recorded: {seen}"
+    return seen
+
+
+def test_a_killed_supersede_is_finished_by_the_next_run(forge_project: dict[str, Any]) -> None:
+    _supersede_campaign(forge_project, kills=4)
+
+
+@pytest.mark.slow
+def test_thirty_kills_of_supersede(forge_project: dict[str, Any]) -> None:
+    seen = _supersede_campaign(forge_project, kills=30)
+    print(f"supersede kills that hit a running command, of 30: {seen['killed']}")
+    assert seen["killed"] >= 10, seen
+
+
+# -- a kill during a validation: the target's processes die with carry ------------------------
+
+_PIDS = """import os, subprocess, sys, time
+
+
+def _start(pids):
+    # a grandchild of the step, as pytest-xdist or a hook's own tool would start one
+    beat = subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(0.05)"])
+    with open(pids + ".tmp", "w") as fh:
+        fh.write(f"{os.getpid()} {beat.pid}\\n")
+    os.replace(pids + ".tmp", pids)
+"""
+
+
+def _alive(pid: int, cmdline: bytes) -> bool:
+    """Running (not a zombie) and still the process it was (its command line)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z" and cmd == cmdline
+
+
+def _wait(what: str, until: Callable[[], bool], seconds: float) -> None:
+    """Poll (a bound on waiting, not a claim about speed)."""
+    end = time.monotonic() + seconds
+    while not until():
+        assert time.monotonic() < end, f"still {what} after {seconds} s"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("step", ["pytest", "hook"])
+def test_a_kill_during_validation_leaves_no_target_process(tmp_path: Path, step: str) -> None:
+    """kill -9 of `carry validate --engine local` while the target's pytest (or a pre-commit
+    hook) runs: that process and the one it started are gone soon after, not left running."""
+    import subprocess
+    import sys
+
+    from carry.intake import importer
+    from carry.series import store as seriesmod
+    from carry.series.store import Hook
+
+    pids = tmp_path / "pids"
+    up = CommitBuilder.init(tmp_path / "target")
+    up.commit("Target", {
+        "calc.py": "X = 1\n",
+        "tests/conftest.py": _PIDS + f"\n\ndef pytest_sessionstart(session):\n"
+                                     f"    _start({str(pids)!r})\n",
+        "tests/test_slow.py": "import time\n\n\ndef test_slow():\n    time.sleep(600)\n",
+        "tools/slow_hook.py": _PIDS + f"\n_start({str(pids)!r})\ntime.sleep(600)\n",
+        ".pre-commit-config.yaml": "repos:\n  - repo: local\n    hooks:\n      - id: slow\n"
+                                   "        name: slow\n        entry: python tools/slow_hook.py\n"
+                                   "        language: system\n        pass_filenames: false\n",
+    })
+    up.tag("base")
+    git(up.path, "checkout", "-q", "-b", "feature")
+    up.commit("Change X", {"calc.py": "X = 2\n"})
+    root = tmp_path / "series"
+    importer.run(root, "demo", str(up.path), rng="base..feature", title="demo")
+    s = seriesmod.find(root, "demo")
+    s.manifest.test.python = sys.executable
+    if step == "pytest":
+        s.manifest.test.suites = ["tests"]
+    else:
+        s.manifest.test.hooks = [Hook()]
+    seriesmod.save_manifest(s)
+    args = [sys.executable, "-m", "carry", "validate", "demo", "--repo", str(up.path), "--onto",
+            "base", "--engine", "local", "--allow-no-tests", "--series-dir", str(root)]
+    err = tmp_path / "carry.err"
+    with open(err, "wb") as fh:
+        carry = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=fh)
+    procs: list[tuple[int, bytes]] = []
+    try:
+        _wait("waiting for the target's processes",
+              lambda: pids.exists() or carry.poll() is not None, 120)
+        assert pids.exists(), f"carry ended first: {err.read_text()}"
+        for pid in map(int, pids.read_text().split()):
+            procs.append((pid, Path(f"/proc/{pid}/cmdline").read_bytes()))
+        assert all(_alive(p, c) for p, c in procs)
+        carry.send_signal(signal.SIGKILL)
+        assert carry.wait() == -signal.SIGKILL
+        _wait(f"running: the {step} step and its child",
+              lambda: not any(_alive(p, c) for p, c in procs), 60)
+    finally:
+        if carry.poll() is None:
+            carry.kill()
+            carry.wait()
+        for pid, cmdline in procs:  # only what this test started, by pid, if still it
+            if _alive(pid, cmdline):
+                os.kill(pid, signal.SIGKILL)

@@ -1,4 +1,4 @@
-"""F8 item 3: one series-name rule for every command, checked where the name is parsed, so no
+"""One series-name rule for every command, checked where the name is parsed, so no
 name reads or rewrites a series outside --series-dir."""
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from carry import importer
-from carry import series as seriesmod
 from carry.git import Repo
+from carry.intake import importer
+from carry.series import store as seriesmod
 from carry.validate.run import last_report_path
 from tests import github_server
 from tests.conftest import FORK, CommitBuilder, git, run_carry
@@ -144,9 +144,10 @@ def test_githubs_422_texts_reach_the_user_in_one_line(gh: Server, fork: CommitBu
     _import_and_apply(fork, env)
     gh.state.add_pull(FORK, 3, title="by hand", body="not carry's", head="carry/demo",
                       head_sha="3" * 40, base="main", user="alice", draft=False)
-    code, _, err = _pr(fork, "carry/demo", env)
+    code, _, err = _pr(fork, "carry/demo", env)  # refused before the push, not after
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "A pull request already exists for lab:carry/demo." in err
+    assert "is the head of open PR #3 by alice, which is not carry's PR for demo" in err
+    assert git(fork.path, "ls-remote", "origin", "refs/heads/carry/demo") == ""
     code, _, err = _pr(fork, "main", env, "--force")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "No commits between main and main" in err

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from carry import rebase
-from carry import series as seriesmod
-from carry.errors import CarryError
+from carry.base.errors import CarryError
 from carry.git import Repo
+from carry.rebase import command as rebase
 from carry.replay.chain import load_chain
 from carry.replay.engine import replay
-from carry.series import Target
+from carry.series import store as seriesmod
+from carry.series.store import Target
 from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry
 
 MakeSeries = Callable[..., Any]
@@ -242,8 +242,8 @@ def test_refresh_writes_next_version_keeping_file_numbers(
     assert git(series_root.parent, "tag", "--list", "series/demo/*").split() == [
         "series/demo/v1", "series/demo/v2"]
     # the new patch files apply on the new base and give back the exact commits
-    from carry import patches as patchmod
     from carry.replay.chain import materialize
+    from carry.series import patches as patchmod
 
     repo = Repo.open(upstream.path)
     plist = [patchmod.load(p.path, p.number) for p in fresh.patches()]
@@ -277,9 +277,9 @@ def test_sparse_materialize_gives_the_same_commits_as_the_full_index(
         upstream: CommitBuilder, make_series: MakeSeries) -> None:
     """The cache's fast path (small per-patch indexes, trees edited in-process) must commit
     exactly what the full private index commits, renames, binaries and odd names included."""
-    from carry import patches as patchmod
     from carry.git import Ident
     from carry.replay import chain
+    from carry.series import patches as patchmod
 
     upstream.checkout("base")
     git(upstream.path, "checkout", "-q", "-b", "feature")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import shutil
 import signal
 import time
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from carry import series as seriesmod
+from carry.series import store as seriesmod
 from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, kill_after, run_carry, util
 
 MakeSeries = Callable[..., Any]
@@ -75,6 +76,9 @@ def test_conflict_stops_with_state_worktree_and_report(stopped: dict[str, Any]) 
     assert state["target"]["sha"] == up.rev("main") and state["branch_old"] is None
     assert [p["status"] for p in state["patches"]] == ["applied", "conflict", "pending"]
     wt = Path(state["worktree"])
+    assert not wt.exists() and state["ready"] is False  # made when asked for: --continue
+    asked = run_carry(*stopped["args"], "--continue")
+    assert asked.code == 1 and f"resolve in {wt}" in asked.out, asked.out
     text = (wt / "src" / "util.py").read_text()
     assert "<<<<<<<" in text and "=======" in text and ">>>>>>>" in text
     assert git(wt, "status", "--porcelain").splitlines() == ["UU src/util.py"]
@@ -89,6 +93,7 @@ def test_conflict_stops_with_state_worktree_and_report(stopped: dict[str, Any]) 
 def test_conflict_continue_keeps_author_date_message(stopped: dict[str, Any]) -> None:
     up: CommitBuilder = stopped["up"]
     assert run_carry(*stopped["args"], "--onto", "main").code == 1
+    assert run_carry(*stopped["args"], "--continue").code == 1  # makes the worktree
     state = json.loads((up.path / ".git/carry/rebase/demo/main.json").read_text())
     wt = Path(state["worktree"])
     # still conflicted: --continue refuses and keeps everything
@@ -149,17 +154,20 @@ def test_continue_then_second_conflict_then_refresh(stopped: dict[str, Any]) -> 
     git(stopped["root"].parent, "init", "-q")
     up.commit("Upstream f", {"src/core.py": "def f():\n    return 30\n"})
     assert run_carry(*stopped["args"], "--onto", "main", "--refresh").code == 1
+    assert run_carry(*stopped["args"], "--continue").code == 1  # makes the worktree
     state = json.loads((up.path / ".git/carry/rebase/demo/main.json").read_text())
     (Path(state["worktree"]) / "src/util.py").write_text(util(h1=11, h10=1001))
     res = run_carry(*stopped["args"], "--continue")
     assert res.code == 1 and "CONFLICT in 0003-Three.patch" in res.out
     state = json.loads((up.path / ".git/carry/rebase/demo/main.json").read_text())
-    assert state["position"] == 2 and state["refresh"] == 1  # the version the refresh starts from
+    # the version the refresh starts from: v2, which recorded the resolution of 0002
+    assert state["position"] == 2 and state["refresh"] == 2
     (Path(state["worktree"]) / "src/core.py").write_text("def f():\n    return 33\n")
     res = run_carry(*stopped["args"], "--continue")
     assert res.code == 0, res.err
     s = seriesmod.find(stopped["root"], "demo")
-    assert s.manifest.version == 2 and s.manifest.base.commit == up.rev("main")
+    # v2 and v3 recorded the two resolutions, v4 is the refresh
+    assert s.manifest.version == 4 and s.manifest.base.commit == up.rev("main")
     assert "conflicts resolved in 0002, 0003" in s.manifest.changelog[-1].summary
     assert [p.name for p in s.patches()] == ["0001-One.patch", "0002-Two-h10.patch",
                                               "0003-Three.patch"]
@@ -271,8 +279,9 @@ def long_series(upstream: CommitBuilder, make_series: MakeSeries,
     upstream.commit("Upstream h10", {"src/util.py": util(h10=101)})
     upstream.commit("Upstream more", {"pkg/other.py": "Y = 1\n"})
     make_series(upstream, "feature")
-    return {"up": upstream, "args": ("rebase", "demo", "--repo", str(upstream.path),
-                                     "--series-dir", str(series_root))}
+    return {"up": upstream, "series": series_root / "demo",
+            "args": ("rebase", "demo", "--repo", str(upstream.path),
+                     "--series-dir", str(series_root))}
 
 
 def _kill_and_abort(ctx: dict[str, Any], kills: int, seed: int,
@@ -300,10 +309,19 @@ def _kill_and_abort(ctx: dict[str, Any], kills: int, seed: int,
         assert _snapshot(up.path) == before, f"kill after {delay:.3f}s (exit {code})"
         _no_leftovers(up.path)
     assert -signal.SIGKILL in outcomes  # at least one run really was killed mid-way
-    # and kills during --continue, once the conflict is resolved
+    # and kills during --continue, once the conflict is resolved. A --continue that got as
+    # far as recording the resolution leaves it in the series even after --abort (as git's
+    # rerere keeps what it learnt): each round starts from the series as it was, so that it
+    # stops at the conflict again.
     interrupted = 0
+    series: Path = ctx["series"]
+    pristine = series.parent.parent / "pristine-demo"
+    shutil.copytree(series, pristine, symlinks=True)
     for delay in continue_delays:
+        shutil.rmtree(series)
+        shutil.copytree(pristine, series, symlinks=True)
         assert run_carry(*ctx["args"], "--onto", "main").code == 1
+        assert run_carry(*ctx["args"], "--continue").code == 1  # makes the worktree
         state = json.loads((up.path / ".git/carry/rebase/demo/main.json").read_text())
         (Path(state["worktree"]) / "src/util.py").write_text(util(h10=1000))
         kill_after((*ctx["args"], "--continue"), delay)
@@ -330,8 +348,9 @@ def test_kill_minus_9_many_moments(long_series: dict[str, Any]) -> None:
 
 def test_a_kill_during_the_conflict_checkout_leaves_nothing_after_abort(
         stopped: dict[str, Any]) -> None:
-    """carry killed while `git worktree add` fills the conflict worktree: the git child dies
-    with it, so nothing writes into the worktree after `--abort` removed it."""
+    """carry killed while `git worktree add` fills the conflict worktree (which `--continue`
+    makes at a stop): the git child dies with it, so nothing writes into the worktree after
+    `--abort` removed it."""
     import signal
     import subprocess
     import sys
@@ -346,7 +365,8 @@ def test_a_kill_during_the_conflict_checkout_leaves_nothing_after_abort(
     git(up.path, "commit", "-q", "-m", "bulk")
     before = _snapshot(up.path)
     wt = up.path.parent / f"{up.path.name}.carry" / "demo" / "main"
-    proc = subprocess.Popen([sys.executable, "-m", "carry", *stopped["args"], "--onto", "main"],
+    assert run_carry(*stopped["args"], "--onto", "main").code == 1
+    proc = subprocess.Popen([sys.executable, "-m", "carry", *stopped["args"], "--continue"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while not (wt / "bulk").exists() and proc.poll() is None and time.monotonic() < deadline:

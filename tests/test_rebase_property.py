@@ -12,10 +12,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from carry import importer
-from carry import series as seriesmod
 from carry.git import Repo
+from carry.intake import importer
 from carry.replay.engine import PatchResult, replay, run_steps
+from carry.series import store as seriesmod
 
 FILES = 3
 LINES = 10
@@ -131,7 +131,7 @@ def test_every_patch_accounted_for_and_identities_survive(patches: list[PatchSpe
                      title="Property")
         s = seriesmod.find(root / "series", "prop")
         repo = Repo.open(repo_path)
-        originals = repo.rev_list("--reverse", "base..feature")
+        originals = repo.rev_list("base", "feature")
         res = replay(s, repo, "main")
         statuses = [p.status for p in res.patches]
         assert len(res.patches) == len(patches) == len(originals)
@@ -241,7 +241,7 @@ def test_batched_merge_equals_one_merge_per_patch(series_ops: list[tuple[str, in
     with tempfile.TemporaryDirectory(prefix="carry-batch-") as tmp:
         repo_path = _history(Path(tmp), series_ops, upstream_ops)
         repo = Repo.open(repo_path)
-        shas = repo.rev_list("--reverse", "base..feature")
+        shas = repo.rev_list("base", "feature")
         if len(shas) < 2:
             return
         who = Ident("C O Mitter", "committer@example.com", "1790000000 +0000")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from carry import series as seriesmod
-from carry.series import Target
+from carry.series import store as seriesmod
+from carry.series.store import Target
 from tests.conftest import CommitBuilder, git, run_carry
 from tests.validate import synthetic
 
@@ -216,3 +216,23 @@ def test_merge_ledger_folds_cells_and_plan_script_writes_outputs(
     lines = dict(line.split("=", 1) for line in out.read_text().splitlines())
     assert lines["any"] == "true"
     assert [c["ref"] for c in json.loads(lines["matrix"])["include"]] == ["v3", "main"]
+
+
+def test_the_index_is_what_pip_would_use(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asked of pip's public command line: its configuration file, then its own default."""
+    from carry.job.releases import index_url
+
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nindex-url = http://127.0.0.1:9/simple\n")
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
+    assert index_url(None) == "http://127.0.0.1:9/simple"
+    conf.write_text("[global]\nindex-url = http://127.0.0.1:9/simple\n"
+                    "[install]\nindex-url = http://127.0.0.1:8/simple\n")
+    assert index_url(None) == "http://127.0.0.1:8/simple"
+    assert index_url("http://127.0.0.1:7/simple") == "http://127.0.0.1:7/simple"
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # nothing configured: pip's default
+    default = index_url(None)
+    assert default is not None and default.startswith("https://")
+    assert default.rstrip("/").endswith("/simple")

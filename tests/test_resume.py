@@ -24,7 +24,9 @@ def _two_targets(up: CommitBuilder, series_root: Path) -> tuple[str, ...]:
 def test_continue_without_a_name_when_one_rebase_is_stopped(
         tmp_path: Path, upstream: CommitBuilder, series_root: Path) -> None:
     sd = _two_targets(upstream, series_root)
-    stop = run_carry("rebase", "demo", "--repo", str(upstream.path), "--onto", "main", *sd)
+    assert run_carry("rebase", "demo", "--repo", str(upstream.path), "--onto", "main",
+                     *sd).code == 1
+    stop = run_carry("rebase", "--repo", str(upstream.path), "--continue", *sd)  # the worktree
     assert stop.code == 1
     state = json.loads((upstream.path / ".git/carry/rebase/demo/main.json").read_text())
     wt = Path(state["worktree"])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from carry import series as seriesmod
+from carry.series import store as seriesmod
 from tests.conftest import LOGPROBZ, THOR, TOBY, CommitBuilder, git, run_carry
 from tests.roundtrip import assert_same, raw_commit, roundtrip
 
@@ -224,8 +224,8 @@ def test_apply_onto_another_base_keeps_authorship(upstream: CommitBuilder,
     upstream.commit("Upstream moved", {"README": "moved\n"})
     upstream.branch("moved")
     series = seriesmod.find(series_root, "rt")
-    from carry import apply as applymod
     from carry.git import Repo
+    from carry.intake import apply as applymod
 
     result = applymod.run(series, Repo.open(upstream.path), "moved", "onto-moved", force=False)
     new = raw_commit(upstream.path, result.head)

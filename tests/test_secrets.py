@@ -1,6 +1,6 @@
-"""F8 secrets: carry reads only regular files inside a series directory, follows no link out of
-it, and scrubs URL credentials and token values from everything it prints or sends. Real CLI,
-real git, real HTTP to the loopback GitHub server."""
+"""Secrets and paths: carry reads only regular files inside a series directory, follows no link
+out of it, and scrubs URL credentials and token values from everything it prints or sends. Real
+CLI, real git, real HTTP to the loopback GitHub server."""
 
 from __future__ import annotations
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from carry import atomic
-from carry import series as seriesmod
-from carry.errors import CarryError
-from carry.series import ManifestError
+from carry.base import atomic
+from carry.base.errors import CarryError
+from carry.series import store as seriesmod
+from carry.series.store import ManifestError
 from tests.conftest import run_carry
 
 REPO = Path(__file__).resolve().parent.parent
@@ -215,18 +217,25 @@ def test_failed_save_leaves_the_old_directory(series_root: Path,
 
 
 def test_unwritable_directory_leaves_the_old_state(series_root: Path) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root ignores directory permissions")
+    """The write runs in a child without the capabilities that let root ignore permission
+    bits (setpriv drops them from its bounding set), so CI, which runs as root, runs it too."""
     shutil.copytree(FLAGSHIP, series_root / "mamba-sparse-retention")
-    s = seriesmod.find(series_root, "mamba-sparse-retention")
-    before = _tree(s.root)
+    root = series_root / "mamba-sparse-retention"
+    before = _tree(root)
     series_root.chmod(0o555)
+    drop = (["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", "--"]
+            if os.geteuid() == 0 else [])
+    script = ("import sys; from pathlib import Path; from carry.series import store as s; "
+              "x = s.find(Path(sys.argv[1]), 'mamba-sparse-retention'); "
+              "s.write_series(x.root, x.manifest, {'0001-a.patch': b'x'})")
     try:
-        with pytest.raises(OSError):
-            seriesmod.write_series(s.root, s.manifest, {"0001-a.patch": b"x"})
+        child = subprocess.run([*drop, sys.executable, "-c", script, str(series_root)],
+                               capture_output=True, text=True)
     finally:
         series_root.chmod(0o755)
-    assert _tree(s.root) == before
+    assert child.returncode != 0
+    assert "PermissionError" in child.stderr, child.stderr
+    assert _tree(root) == before
 
 
 # -- locating and listing ---------------------------------------------------------------------
@@ -301,8 +310,6 @@ def test_a_writer_killed_between_the_fallback_renames_loses_nothing(
     """Without renameat2 the swap is two renames; a kill between them leaves no series
     directory and the old one aside under a dead pid: the next reader or writer puts it
     back instead of sweeping it away."""
-    import subprocess
-
     shutil.copytree(FLAGSHIP, series_root / "mamba-sparse-retention")
     before = _tree(series_root / "mamba-sparse-retention")
     dead = subprocess.Popen(["true"])

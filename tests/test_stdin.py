@@ -1,4 +1,4 @@
-"""F8 item 6: no git child of carry inherits its stdin. A commit with an empty message once
+"""No git child of carry inherits its stdin. A commit with an empty message once
 took its message from whatever was piped into `carry apply`, and an open stdin hung it."""
 
 from __future__ import annotations

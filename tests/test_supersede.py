@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from carry import series as seriesmod
+from carry.series import store as seriesmod
 from tests import github_server
 from tests.conftest import CommitBuilder, git, run_carry
 from tests.test_forge import FORK, _env, _import_and_apply

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from carry import trailers
+from carry.series import trailers
 
 MESSAGES = {
     "simple": "S\n\nbody\n\nSigned-off-by: A <a@b>\n",

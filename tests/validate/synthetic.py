@@ -19,9 +19,9 @@ import io
 import zipfile
 from pathlib import Path
 
-from carry import importer
-from carry import series as seriesmod
-from carry.series import Hook
+from carry.intake import importer
+from carry.series import store as seriesmod
+from carry.series.store import Hook
 
 try:  # tests/ on sys.path (rootdir conftest), or tests/ as a package
     from conftest import LOGPROBZ, TOBY, CommitBuilder

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import synthetic
 
-from carry import series as seriesmod
+from carry.series import store as seriesmod
 
 try:  # tests/ on sys.path (rootdir conftest), or tests/ as a package
     from conftest import LOGPROBZ, TOBY, CommitBuilder, run_carry

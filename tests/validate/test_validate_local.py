@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import synthetic
 
-from carry import series as seriesmod
-from carry.series import Hook
+from carry.series import store as seriesmod
+from carry.series.store import Hook
 
 try:  # tests/ on sys.path (rootdir conftest), or tests/ as a package
     from conftest import CommitBuilder, Result, git, run_carry

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from carry.errors import CarryError
-from carry.series import Hook
-from carry.series import TestPlan as Plan
+from carry.base.errors import CarryError
+from carry.series.store import Hook
+from carry.series.store import TestPlan as Plan
 from carry.validate import plan
 from carry.validate.results import SuiteCounts, node_id, summary_line
 from carry.validate.results import TestRun as Run
@@ -134,3 +134,15 @@ def test_summary_line_has_643s_form(counts: tuple[int, int, int, int], planned: 
                                     line: str) -> None:
     run = Run([SuiteCounts("s", *counts)])
     assert summary_line(run, planned) == line
+
+
+def test_a_changed_file_named_like_an_option_reaches_pre_commit_as_a_file() -> None:
+    """`--files --config=x.yaml` would make pre-commit read another config: such a path is
+    given as ./NAME (the same file), every other path as it is."""
+    tp = Plan(python="python", hooks=[Hook()])
+    decisions = plan.resolve_hooks(tp.hooks, plan.read_hook_config(
+        b"repos:\n- repo: local\n  hooks:\n  - id: h\n"))
+    r = plan.build(tp, tp.python, ["--config=x.yaml", "-x", "a/-b.py"], decisions,
+                   "/run/pytest.xml", ("a" * 40, "b" * 40))
+    assert r.steps[0].argv == ("pre-commit", "run", "--files", "./--config=x.yaml", "./-x",
+                               "a/-b.py")

@@ -1,3 +1,3 @@
-from carry.cli import main
+from carry.cli.main import main
 
 main()

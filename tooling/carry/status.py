@@ -2,7 +2,8 @@
 
 Stopped rebases come from their saved state, the last result per target from the
 `carry/NAME/...` branches carry writes, and the last validation from its report; whether
-that report is for the current tree is a tree comparison, not a date guess.
+that report is for the current tree is a tree comparison, not a date guess. The recorded
+resolutions come from the series folder, each with whether a replay can still use it.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from carry import untrusted
-from carry.errors import CarryError
+from carry.base import untrusted
+from carry.base.errors import CarryError
 from carry.git import Repo
-from carry.series import Series
+from carry.series.store import Series
 
 
 @dataclass
@@ -25,6 +26,7 @@ class Stopped:
     paths: list[str]
     worktree: str
     next: str
+    why: list[str] = field(default_factory=list)  # each conflict's why, root conflicts first
 
 
 @dataclass
@@ -48,6 +50,17 @@ class LastValidation:
 
 
 @dataclass
+class RecordedResolution:
+    """One file of `resolutions/`; `unmatched` says why no replay can use it any more."""
+
+    file: str
+    patch: str
+    path: str
+    version: int
+    unmatched: str = ""
+
+
+@dataclass
 class SeriesStatus:
     series: str
     version: int
@@ -57,6 +70,10 @@ class SeriesStatus:
     stopped: list[Stopped] = field(default_factory=list)
     branches: list[BranchResult] = field(default_factory=list)
     validation: LastValidation | None = None
+    resolutions: list[RecordedResolution] = field(default_factory=list)
+    resolutions_note: str = ""  # what could not be checked
+    pruned: dict[str, str] = field(default_factory=dict)  # file: why, with --prune
+    pruned_version: int = 0
 
 
 @dataclass
@@ -66,7 +83,9 @@ class Status:
 
 
 def _stopped(repo: Repo, series: Series) -> list[Stopped]:
-    from carry import rebase, resume
+    from carry.rebase import command as rebase
+    from carry.rebase import resume, state
+    from carry.replay.why import explain
 
     out = []
     several = len(resume.stopped(repo)) > 1
@@ -78,8 +97,10 @@ def _stopped(repo: Repo, series: Series) -> list[Stopped]:
         nxt = resume.command(repo, str(series.root.parent), action,
                              series.name if several else "",
                              s["target"]["name"] if several else "")
+        why = [w["text"] for w in explain(state.steps(s))]
         out.append(Stopped(s["target"]["name"], s.get("phase", ""), patch,
-                           list(s.get("paths", [])), s.get("worktree", ""), nxt))
+                           list(s.get("paths", [])),
+                           s.get("worktree", "") if s.get("ready", True) else "", nxt, why))
     return out
 
 
@@ -112,7 +133,24 @@ def _validation(repo: Repo, name: str, branches: list[BranchResult]) -> LastVali
                           str(data.get("started", "")), bool(current), current)
 
 
-def run(series_list: list[Series], repo_path: str | None) -> Status:
+def _resolutions(repo: Repo | None, series: Series, st: SeriesStatus, prune: bool) -> None:
+    from carry.replay import resolution
+
+    if prune:
+        st.pruned, st.pruned_version, _ = resolution.prune(series, repo)
+        st.version = series.manifest.version
+    try:
+        files, gone, st.resolutions_note = resolution.unmatched(series, repo)
+    except CarryError as exc:  # status reports a damaged file; a replay refuses it
+        st.resolutions_note = exc.line()
+        return
+    st.resolutions = [RecordedResolution(f"resolutions/{r.file_name}", f"{r.patch:04d}",
+                                         r.path, r.version, gone.get(r.name, ""))
+                      for r in files]
+
+
+def run(series_list: list[Series], repo_path: str | None, prune: bool = False) -> Status:
+    """`prune` also removes the resolutions that no longer match (a new version)."""
     repo = Repo.open(repo_path) if repo_path else None
     out = []
     try:
@@ -121,6 +159,7 @@ def run(series_list: list[Series], repo_path: str | None) -> Status:
             st = SeriesStatus(m.name, m.version, len(s.patches()),
                               f"{m.base.ref} {m.base.commit[:12]}".strip(),
                               [t.name for t in m.targets])
+            _resolutions(repo, s, st, prune)
             if repo is not None:
                 st.stopped = _stopped(repo, s)
                 st.branches = _branches(repo, m.name)

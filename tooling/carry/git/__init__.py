@@ -1,6 +1,11 @@
 """The one place that talks to git, split by concern the way StGit's `stupid` is: objects
 (cat-file and in-process writes), refs, history (patches, patch-ids, merges), private indexes
-and worktrees. Callers see one `Repo` and never a raw git command line."""
+and worktrees. Callers see one `Repo` and never a raw git command line: methods take named
+values, never flags, and each value reaches git after `--end-of-options` (or is checked where
+git takes none), so that no rev, ref, remote or path from a flag, a manifest, a ledger or the
+forge is read as an option. Every git child gets `childenv.git_env`: git's own locating
+variables (GIT_DIR, GIT_INDEX_FILE, ...) never steer it to another repository. Imports base
+only."""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
-from carry.errors import CarryError
+from carry.base.errors import CarryError
 from carry.git.base import (
     INDEX_PREFIX,
     NULL_SHA,
@@ -17,12 +22,14 @@ from carry.git.base import (
     LogEntry,
     MergeResult,
     RawCommit,
+    check_remote,
     clone_bare,
     open_path,
 )
 from carry.git.history import (
     FORMAT_PATCH_ARGS,
     FROM_LINE,
+    GRAFT_IDENT,
     History,
     PendingMerge,
     mailinfo,
@@ -34,9 +41,10 @@ from carry.git.refs import ANY, Refs, RefUpdate
 from carry.git.worktrees import Worktrees
 
 __all__ = [
-    "ANY", "FORMAT_PATCH_ARGS", "FROM_LINE", "INDEX_PREFIX", "NULL_SHA", "ApplyError", "Entry",
-    "GitError", "Ident", "LogEntry", "MergeResult", "PendingMerge", "RawCommit", "RefUpdate",
-    "Repo", "mailinfo", "parse_changes", "parse_commit",
+    "ANY", "FORMAT_PATCH_ARGS", "FROM_LINE", "GRAFT_IDENT", "INDEX_PREFIX", "NULL_SHA",
+    "ApplyError", "Entry", "GitError", "Ident", "LogEntry", "MergeResult", "PendingMerge",
+    "RawCommit", "RefUpdate", "Repo", "check_remote", "mailinfo", "parse_changes",
+    "parse_commit",
 ]
 
 

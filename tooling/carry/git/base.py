@@ -8,7 +8,6 @@ patch bodies pass through untouched. `_run` is private to the package: a caller 
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import threading
@@ -16,10 +15,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from carry import redact, scratch
-from carry.errors import CarryError
+from carry.base import redact, scratch
+from carry.base.childenv import git_env
+from carry.base.errors import CarryError
 
 NULL_SHA = "0" * 40
+# Every value a caller gives goes after this, so that none is read as an option (a remote
+# `--upload-pack=CMD` runs CMD); git 2.39 takes it in every command carry gives values to but
+# range-diff and check-ref-format, which are given only checked values (and cherry-pick,
+# which takes it but reads the revs after it as options still).
+EOO = "--end-of-options"
+COMMIT_ID = re.compile(r"[0-9a-f]{40}")  # what those two, and cherry-pick, are given
 INDEX_PREFIX = "carry-index-"  # private index files, named with their maker's pid
 
 # Options that make diff and format-patch bytes independent of the user's configuration, so
@@ -32,6 +38,16 @@ STABLE_CONFIG = (
 
 class GitError(CarryError):
     """A git command failed; carries git's own first line of complaint."""
+
+
+def check_remote(remote: str, where: str = "--remote") -> str:
+    """A remote as carry hands it to git: a configured name, a URL or a path, never an option
+    (`--upload-pack=CMD` would run CMD) nor a value with a control character."""
+    if not remote or remote.startswith("-") or not remote.isprintable():
+        raise CarryError(f"{where} {remote!r} is not a git remote",
+                         hint="name a remote of the repository, a URL or a path; it cannot "
+                              "start with '-'")
+    return remote
 
 
 @dataclass(frozen=True)
@@ -107,13 +123,10 @@ class Base:
         cwd: Path | None = None,
         tied: bool = False,
     ) -> subprocess.CompletedProcess[bytes]:
-        """`tied`: the git child dies with carry (`scratch.tie_to_parent`), for commands that
+        """`env` adds to `childenv.git_env` (git's own locating variables are never passed on).
+        `tied`: the git child dies with carry (`scratch.tie_to_parent`), for commands that
         write a working tree: left running after a `kill -9`, it would go on writing after
         `carry rebase --abort` removed the worktree."""
-        full_env = None
-        if env:
-            full_env = dict(os.environ)
-            full_env.update(env)
         proc = subprocess.run(
             ["git", *args],
             cwd=str(cwd or self.path),
@@ -122,7 +135,7 @@ class Base:
             # every other one reads nothing (an open terminal or pipe never hangs it).
             stdin=None if input is not None else subprocess.DEVNULL,
             capture_output=True,
-            env=full_env,
+            env=git_env(env),
             preexec_fn=scratch.tied_child() if tied else None,  # noqa: PLW1509
         )
         if check and proc.returncode not in ok_codes:
@@ -134,8 +147,9 @@ class Base:
 
     def _run_many(self, cmds: Sequence[Sequence[str]]) -> list[bytes]:
         """Several git commands at once (stdout of each); a failure raises like `_run`."""
+        env = git_env()
         procs = [subprocess.Popen(["git", *c], cwd=str(self.path), stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+                                  stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
                  for c in cmds]
         if len(procs) == 1:
             results = [procs[0].communicate()]
@@ -185,7 +199,7 @@ def open_path(path: str | Path) -> tuple[Path, Path]:
     out = subprocess.run(
         ["git", "-C", str(p), "rev-parse", "--is-bare-repository", "--absolute-git-dir",
          "--show-object-format", "--git-common-dir", "--show-toplevel"],
-        capture_output=True, stdin=subprocess.DEVNULL,
+        capture_output=True, stdin=subprocess.DEVNULL, env=git_env(),
     )
     lines = out.stdout.decode().splitlines()
     if len(lines) < 4 or lines[0] not in ("true", "false"):
@@ -207,12 +221,11 @@ def clone_bare(url: str, dest: Path) -> tuple[Path, Path]:
     Blobs are fetched on demand: format-patch reads only the series' own files, so a
     vLLM-sized history costs commits and trees, not every file ever written.
     """
-    import git as gitpython
-
-    try:
-        gitpython.Repo.clone_from(url, str(dest), bare=True, filter="blob:none")
-    except gitpython.GitCommandError as exc:
-        said = [ln.strip(" '") for ln in str(exc.stderr or "").splitlines()]
+    proc = subprocess.run(
+        ["git", "clone", "--quiet", "--bare", "--filter=blob:none", EOO, url, str(dest)],
+        capture_output=True, stdin=subprocess.DEVNULL, env=git_env())
+    if proc.returncode != 0:
+        said = proc.stderr.decode("utf-8", "replace").splitlines()
         why = next((ln[ln.index("fatal:"):] for ln in said if "fatal:" in ln), "git failed")
         raise CarryError(f"cannot clone {redact.url(url)}: {redact.url(why)}") from None
     try:

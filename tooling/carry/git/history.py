@@ -1,5 +1,5 @@
-"""History and patches: format-patch, patch-ids, searches over ranges, diffs and the
-worktree-free three-way merge the replay is built on. Nothing here runs a process per commit:
+"""History and patches: format-patch, patch-ids, searches over ranges and diffs (the merges
+the replay is built on are in `merges`). Nothing here runs a process per commit:
 a range is always one `git log` or `rev-list`, piped where it needs a second tool."""
 
 from __future__ import annotations
@@ -8,14 +8,20 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from carry.errors import CarryError
-from carry.git.base import STABLE_CONFIG, GitError, LogEntry, MergeResult, RawCommit, complaint
+from carry.base.childenv import git_env
+from carry.git.base import (
+    COMMIT_ID,
+    EOO,
+    STABLE_CONFIG,
+    GitError,
+    LogEntry,
+    complaint,
+)
+from carry.git.merges import GRAFT_IDENT, Merges, PendingMerge
 from carry.git.objects import Entry
-from carry.git.trees import Trees
 
 FROM_LINE = re.compile(rb"^From ([0-9a-f]{40}) Mon Sep 17 00:00:00 2001$", re.M)
 
@@ -29,29 +35,7 @@ FORMAT_PATCH_ARGS = (
 )
 
 
-@dataclass
-class PendingMerge:
-    """A `git merge-tree` running; `result` waits for it."""
-
-    args: tuple[str, ...]
-    proc: subprocess.Popen[bytes]
-
-    def result(self) -> MergeResult:
-        """The merge's outcome. With $CARRY_TRACE_MERGES set, its two commits and the tree
-        are appended to that file, so a benchmark can time exactly the merges carry ran as
-        raw git and check that git gives the same trees (bench/bench_replay.py)."""
-        out, err = self.proc.communicate()
-        if self.proc.returncode not in (0, 1):
-            raise GitError(complaint(self.args, err or out))
-        lines = out.decode("utf-8", "replace").splitlines()
-        trace = os.environ.get("CARRY_TRACE_MERGES")
-        if trace:
-            with open(trace, "a", encoding="ascii") as fh:
-                fh.write(f"{self.args[-2]} {self.args[-1]} {lines[0]}\n")
-        return MergeResult(lines[0], self.proc.returncode == 0, tuple(x for x in lines[1:] if x))
-
-
-class History(Trees):
+class History(Merges):
     def format_patch(self, base: str, head: str,
                      commits: Sequence[str] | None = None) -> list[tuple[str, bytes]]:
         """Every commit of base..head as (sha, format-patch bytes), oldest first, one process;
@@ -65,9 +49,9 @@ class History(Trees):
         patch starts only at the position where the last one ended.
         """
         if commits is None:
-            commits = self._out("rev-list", "--reverse", "--topo-order",
+            commits = self._out("rev-list", "--reverse", "--topo-order", EOO,
                                 f"{base}..{head}").split()
-        out = self._run(*STABLE_CONFIG, "format-patch", "--stdout", *FORMAT_PATCH_ARGS,
+        out = self._run(*STABLE_CONFIG, "format-patch", "--stdout", *FORMAT_PATCH_ARGS, EOO,
                         f"{base}..{head}").stdout
         marks = [b"From %s Mon Sep 17 00:00:00 2001\n" % sha.encode() for sha in commits]
         patches: list[tuple[str, bytes]] = []
@@ -86,20 +70,24 @@ class History(Trees):
             pos, k = end + 1 if end < len(out) else end, k + 1
         return patches
 
-    def diff_patch_ids(self, diffs: Sequence[bytes]) -> list[str | None]:
-        """The patch-id of each diff (None for one with no change), in one process."""
+    def diff_patch_ids(self, diffs: Sequence[bytes], verbatim: bool = False
+                       ) -> list[str | None]:
+        """The patch-id of each diff (None for one with no change), in one process;
+        `verbatim` keeps whitespace, as `change_ids` does."""
         stream = b"".join(b"commit %040d\n" % i + d for i, d in enumerate(diffs))
         ids: list[str | None] = [None] * len(diffs)
-        out = self._run("patch-id", "--stable", input=stream).stdout.decode()
+        mode = "--verbatim" if verbatim else "--stable"
+        out = self._run("patch-id", mode, input=stream).stdout.decode()
         for pid, _, tag in (line.partition(" ") for line in out.splitlines()):
             ids[int(tag)] = pid
         return ids
 
     def log_patch_ids(
-        self, revs: Sequence[str], paths: Sequence[str] = ()
+        self, revs: Sequence[str], paths: Sequence[str] = (), no_walk: bool = False
     ) -> list[tuple[str, str]]:
-        """(patch-id, commit) for the non-merge commits of `revs` that touch `paths`: one
-        `git log -p` piped into one `git patch-id --stable`, never a process per commit.
+        """(patch-id, commit) for the non-merge commits of `revs` (only those named, with
+        `no_walk`) that touch `paths`: one `git log -p` piped into one
+        `git patch-id --stable`, never a process per commit.
 
         `--full-diff` keeps each selected commit's whole diff, so its patch-id is the real one;
         a commit with the same patch-id as a patch touches the same paths, so the path limit
@@ -107,13 +95,15 @@ class History(Trees):
         """
         cmd = ["git", *STABLE_CONFIG, "--literal-pathspecs", "log", "-p", "--no-merges",
                "--no-color", "--format=commit %H", "--full-index", "--binary", "--full-diff",
-               "--find-renames", "--no-ext-diff", "--no-textconv", *revs, "--", *paths]
+               "--find-renames", "--no-ext-diff", "--no-textconv",
+               *(["--no-walk"] if no_walk else []), EOO, *revs, "--", *paths]
+        env = git_env()
         with tempfile.TemporaryFile() as err:
             log = subprocess.Popen(cmd, cwd=str(self.path), stdout=subprocess.PIPE, stderr=err,
-                                   stdin=subprocess.DEVNULL)
+                                   stdin=subprocess.DEVNULL, env=env)
             assert log.stdout is not None
             pid = subprocess.run(["git", "patch-id", "--stable"], cwd=str(self.path),
-                                 stdin=log.stdout, capture_output=True)
+                                 stdin=log.stdout, capture_output=True, env=env)
             log.stdout.close()
             if log.wait() != 0:
                 err.seek(0)
@@ -126,6 +116,26 @@ class History(Trees):
             pairs.append((pid_, commit))
         return pairs
 
+    def change_ids(self, base: str, head: str) -> list[tuple[str, str]]:
+        """(id, commit) for every commit of base..head that changes something, merges
+        included, for telling whether one branch's changes are all in another.
+
+        Whitespace counts (`git patch-id --verbatim`): in Python a dedent changes what runs,
+        and `--stable` would call the two commits equal. A merge counts by what it adds to the
+        automatic merge of its parents (`--remerge-diff`): a clean merge adds nothing of its
+        own, while one that adds a file or resolves a conflict its own way is a change like
+        any other. git makes no remerge-diff of an octopus, so each one gets an id only it
+        has (its sha): it is contained in nothing but itself.
+        """
+        rng = f"{base}..{head}"
+        log = self._run(*STABLE_CONFIG, "log", "-p", "--remerge-diff", "--no-color",
+                        "--format=commit %H", "--full-index", "--binary", "--find-renames",
+                        "--no-ext-diff", "--no-textconv", "--end-of-options", rng, "--").stdout
+        out = self._run("patch-id", "--verbatim", input=log).stdout.decode()
+        pairs = [(pid, sha) for pid, _, sha in (ln.partition(" ") for ln in out.splitlines())]
+        octopus = self._out("rev-list", "--min-parents=3", "--end-of-options", rng).split()
+        return pairs + [(f"octopus:{sha}", sha) for sha in octopus]
+
     def cherry_marked(self, ours: str, theirs: str, exclude: Sequence[str] = (),
                       jobs: int = 1, min_split: int = 2000) -> set[str]:
         """The commits on either side of `ours...theirs` (less what `exclude` reaches) whose
@@ -136,15 +146,16 @@ class History(Trees):
         nots = [f"^{x}" for x in exclude]
         cuts = [theirs]
         if jobs > 1:
-            line = self._out("rev-list", "--first-parent", theirs, "--not", ours, *exclude).split()
+            line = self._out("rev-list", "--first-parent", EOO, theirs, f"^{ours}", *nots,
+                             "--").split()
             if len(line) >= min_split:
                 step = len(line) // jobs
                 cuts = [line[i * step] for i in range(jobs)]
         cmds = []
         for i, cut in enumerate(cuts):
             stop = [f"^{cuts[i + 1]}"] if i + 1 < len(cuts) else []
-            cmds.append(("rev-list", "--cherry-mark", "--no-merges", f"{ours}...{cut}", *stop,
-                         *nots, "--"))
+            cmds.append(("rev-list", "--cherry-mark", "--no-merges", EOO, f"{ours}...{cut}",
+                         *stop, *nots, "--"))
         marked: set[str] = set()
         for out in self._run_many(cmds):
             marked.update(ln[1:] for ln in out.decode().splitlines() if ln.startswith("="))
@@ -156,38 +167,58 @@ class History(Trees):
         if not needles:
             return []
         greps = [f"--grep={n}" for n in needles]
-        return self._out("log", "--fixed-strings", "--format=%H", *greps, *revs, "--").split()
+        return self._out("log", "--fixed-strings", "--format=%H", *greps, EOO, *revs,
+                         "--").split()
 
     def diff_check(self, a: str, b: str) -> tuple[bool, bytes]:
         """`git diff --check a b`: (clean, git's own report of whitespace errors)."""
-        proc = self._run("diff", "--check", "--no-color", a, b, check=False)
+        proc = self._run("diff", "--check", "--no-color", EOO, a, b, check=False)
         if proc.returncode not in (0, 1, 2):
             raise GitError(complaint(("diff", "--check"), proc.stderr))
         return proc.returncode == 0, proc.stdout + proc.stderr
 
-    def range_diff(self, *args: str, color: bool = False) -> str:
-        flag = "--color=always" if color else "--no-color"
-        return self._run("range-diff", flag, *args).stdout.decode("utf-8", "replace")
+    def range_diff(self, old: tuple[str, str], new: tuple[str, str], color: bool = False,
+                   creation_factor: int | None = None, patch: bool = True) -> str:
+        """`git range-diff` of old base..head against new base..head, given as commit ids
+        (range-diff takes no --end-of-options: only ids reach it). git refuses an empty range
+        in the two-range form, so one is given in the three-argument form with its base.
+        `creation_factor` is git's percentage (higher pairs a patch with a more changed
+        version of itself); `patch=False` leaves out the inner diffs."""
+        if not all(COMMIT_ID.fullmatch(x) for x in (*old, *new)):
+            raise GitError(f"range-diff takes commit ids, not {old!r} {new!r}")
+        if old[0] == old[1]:
+            args = [new[0], new[0], new[1]]
+        elif new[0] == new[1]:
+            args = [old[0], old[1], old[0]]
+        else:
+            args = [f"{old[0]}..{old[1]}", f"{new[0]}..{new[1]}"]
+        flags = ["--color=always" if color else "--no-color"]
+        if creation_factor is not None:
+            flags.append(f"--creation-factor={int(creation_factor)}")
+        if not patch:
+            flags.append("--no-patch")
+        return self._run("range-diff", *flags, *args).stdout.decode("utf-8", "replace")
 
-    def merge_tree(self, ours: str, theirs: str) -> MergeResult:
-        """A worktree-free three-way merge; the merge base is found by git."""
-        return self.start_merge(ours, theirs).result()
-
-    def start_merge(self, ours: str, theirs: str) -> PendingMerge:
-        """`merge_tree` started, not waited for: the replay does its own work on the last
-        merge's result while git runs the next."""
-        args = ("merge-tree", "--write-tree", "--name-only", "--no-messages", ours, theirs)
-        return PendingMerge(args, subprocess.Popen(
-            ["git", *args], cwd=str(self.path), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-
-    def replay_tree(self, commit: RawCommit, onto_tree: str) -> MergeResult:
-        """`cherry_tree` with the graft written in-process: one git process per patch."""
-        if not commit.parents:
-            raise CarryError(f"cannot replay root commit {commit.sha[:12]}")
-        graft = self.write_commit(onto_tree, commit.parents[:1], b"carry graft\n",
-                                  commit.author, commit.author)
-        return self.merge_tree(graft, commit.sha)
+    def first_parent_changes(self, since: str, until: str, paths: Iterable[bytes]
+                             ) -> list[tuple[str, set[bytes]]]:
+        """The commits on `until`'s first-parent line after `since` that change any of
+        `paths` against their first parent, oldest first, each with which of them (a rename
+        counts at both names): the only commits at which a merge of those paths can change.
+        One `git log`, its diffs limited to the paths."""
+        specs = sorted({os.fsdecode(p) for p in paths})
+        if not specs:
+            return []
+        out = self._run(*STABLE_CONFIG, "--literal-pathspecs", "log", "-z", "--first-parent",
+                        "--no-renames", "--no-show-signature", "--name-only", "--format=%x01%H",
+                        until, "--not", since, "--", *specs).stdout
+        found: list[tuple[str, set[bytes]]] = []
+        for token in out.split(b"\0"):
+            token = token.strip(b"\n")
+            if token.startswith(b"\x01"):
+                found.append((token[1:].decode(), set()))
+            elif token and found:
+                found[-1][1].add(token)
+        return found[::-1]
 
     def commit_changes(self, commits: Sequence[str]
                        ) -> dict[str, dict[bytes, tuple[Entry | None, Entry | None]]]:
@@ -207,7 +238,7 @@ class History(Trees):
         """The paths `b` changes against `a`; without `deleted`, only those that still exist
         (what hooks get as --files)."""
         only = () if deleted else ("--diff-filter=d",)
-        out = self._run("diff", "--name-only", "-z", "--no-renames", *only, a, b).stdout
+        out = self._run("diff", "--name-only", "-z", "--no-renames", *only, EOO, a, b).stdout
         return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
 
     def commits_touching(self, since: str, until: str, paths: Sequence[str],
@@ -219,8 +250,8 @@ class History(Trees):
             return []
         count = (f"--max-count={limit}",) if limit else ()
         out = self._run("log", "--no-merges", *count,
-                        "--format=%H%x00%an <%ae>%x00%aI%x00%s%x00", f"{since}..{until}", "--",
-                        *paths).stdout.decode("utf-8", "replace")
+                        "--format=%H%x00%an <%ae>%x00%aI%x00%s%x00", EOO, f"{since}..{until}",
+                        "--", *paths).stdout.decode("utf-8", "replace")
         fields = out.split("\0")
         return [LogEntry(*(f.strip() for f in fields[k:k + 4]))
                 for k in range(0, len(fields) - 4, 4)]
@@ -260,7 +291,7 @@ def mailinfo(mail: bytes) -> tuple[dict[str, str], bytes, bytes]:
         proc = subprocess.run(
             ["git", "mailinfo", "-k", "--encoding=UTF-8", "--no-scissors", "--quoted-cr=nowarn",
              str(msg), str(patch)],
-            input=mail, capture_output=True, cwd=tmp,
+            input=mail, capture_output=True, cwd=tmp, env=git_env(),
         )
         if proc.returncode != 0:
             raise GitError(complaint(("mailinfo",), proc.stderr))
@@ -270,3 +301,6 @@ def mailinfo(mail: bytes) -> tuple[dict[str, str], bytes, bytes]:
             if sep:
                 headers[key] = value
         return headers, msg.read_bytes(), patch.read_bytes()
+
+
+__all__ = ["FORMAT_PATCH_ARGS", "FROM_LINE", "GRAFT_IDENT", "History", "PendingMerge"]

@@ -12,9 +12,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from carry import scratch
+from carry.base import scratch
 from carry.git import indexfile
-from carry.git.base import INDEX_PREFIX, GitError
+from carry.git.base import EOO, INDEX_PREFIX, GitError
 from carry.git.objects import Entry
 from carry.git.trees import Trees
 
@@ -31,7 +31,7 @@ class Index(Trees):
     @contextmanager
     def _temp_index(self, tree: str | None = None, where: Path | None = None
                     ) -> Iterator[dict[str, str]]:
-        """A private index file named after this process (`carry.scratch`), so that a later
+        """A private index file named after this process (`carry.base.scratch`), so that a later
         run can tell a dead run's leftover from a live one's."""
         where = where or self.carry_dir()
         fd, name = tempfile.mkstemp(prefix=scratch.prefix(INDEX_PREFIX), dir=str(where))
@@ -40,7 +40,7 @@ class Index(Trees):
         env = {"GIT_INDEX_FILE": name}
         try:
             if tree:
-                self._run("read-tree", tree, env=env)
+                self._run("read-tree", EOO, tree, env=env)
             yield env
         finally:
             for suffix in ("", ".lock"):

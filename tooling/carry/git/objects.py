@@ -15,8 +15,9 @@ from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from pathlib import Path
 
-from carry.errors import CarryError
-from carry.git.base import Base, GitError, Ident, RawCommit
+from carry.base.childenv import git_env
+from carry.base.errors import CarryError
+from carry.git.base import EOO, Base, GitError, Ident, RawCommit
 
 Entry = tuple[bytes, str]  # (mode, sha) of one tree entry
 _TMP = itertools.count()
@@ -31,6 +32,7 @@ class Objects(Base):
                 cwd=str(self.path),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
+                env=git_env(),
             )
         return self._catfile
 
@@ -169,7 +171,7 @@ class Objects(Base):
         return self.write_object("commit", raw)
 
     def show_file(self, treeish: str, path: str) -> bytes | None:
-        proc = self._run("show", f"{treeish}:{path}", check=False)
+        proc = self._run("show", EOO, f"{treeish}:{path}", check=False)
         return proc.stdout if proc.returncode == 0 else None
 
     def committer_ident(self) -> Ident:

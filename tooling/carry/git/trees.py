@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-from carry.errors import CarryError
+from carry.base.errors import CarryError
 from carry.git.objects import Entry, Objects
 
 _ENTRY = re.compile(rb"(\d+) ([^\0]*)\0(.{20})", re.S)  # one entry of a tree object

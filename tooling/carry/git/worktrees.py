@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Self
 
-from carry.git.base import Base, GitError, complaint
+from carry.git.base import COMMIT_ID, EOO, Base, GitError, complaint
 
 
 class Worktrees(Base):
@@ -15,14 +15,41 @@ class Worktrees(Base):
         runs itself: `worktree add` would check out in a child of its own, which a `kill -9`
         of carry leaves writing after `--abort` removed the worktree (and which runs the
         repository's post-checkout hook)."""
-        self._run("worktree", "add", "--no-checkout", "--detach", "--force", str(path), commit,
-                  tied=True)
+        self._run("worktree", "add", "--no-checkout", "--detach", "--force", EOO, str(path),
+                  commit, tied=True)
         made = type(self)(path.resolve())
         made._run("reset", "--quiet", "--hard", tied=True)
         return made
 
+    def worktree_reset(self, path: Path, commit: str) -> Self | None:
+        """The existing worktree at `path` moved to `commit` in place, as `git cherry-pick
+        --skip` moves its own: HEAD detached there, and a `reset --hard` from the index it
+        has, which writes only the files that differ from `commit` or whose stat changed
+        (a conflict's unmerged paths, the last cherry-pick's files), not the whole tree.
+        None when `path` is not a worktree of this repository: git would look for one in
+        the folders above it, and `reset --hard` there would be someone else's."""
+        if not self.owns_worktree(path):
+            return None
+        made = type(self)(path.resolve())
+        made._run("update-ref", "--no-deref", "-m", "carry: the next conflict", EOO, "HEAD",
+                  commit)
+        made._run("reset", "--quiet", "--hard", tied=True)
+        return made
+
+    def owns_worktree(self, path: Path) -> bool:
+        """Whether `path` is a linked worktree of this repository: its `.git` file names an
+        admin folder under our `worktrees/`, and that folder names it back."""
+        try:
+            line = (path / ".git").read_text("utf-8").strip()
+            admin = Path(line.removeprefix("gitdir: ")).resolve()
+            back = Path((admin / "gitdir").read_text("utf-8").strip()).resolve()
+        except (OSError, ValueError):
+            return False
+        return line.startswith("gitdir: ") and admin.parent == (
+            self.common_dir / "worktrees").resolve() and back == (path / ".git").resolve()
+
     def worktree_remove(self, path: Path) -> None:
-        self._run("worktree", "remove", "--force", "--force", str(path), check=False)
+        self._run("worktree", "remove", "--force", "--force", EOO, str(path), check=False)
         self.worktree_prune()
 
     def worktree_prune(self) -> None:
@@ -46,7 +73,10 @@ class Worktrees(Base):
 
     def cherry_pick_no_commit(self, commit: str) -> list[str]:
         """Apply `commit` in this worktree with git's own conflict markers and no commit;
-        returns the conflicted paths (none when it applied)."""
+        returns the conflicted paths (none when it applied). git 2.39's cherry-pick reads
+        an option after --end-of-options still: it is given a commit id only."""
+        if not COMMIT_ID.fullmatch(commit):
+            raise GitError(f"cherry-pick takes a commit id, not {commit!r}")
         proc = self._run("cherry-pick", "--no-commit", commit, check=False, tied=True)
         out = self._run("ls-files", "--unmerged", "-z").stdout
         unmerged = sorted({rec.partition(b"\t")[2].decode("utf-8", "surrogateescape")

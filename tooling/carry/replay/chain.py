@@ -15,12 +15,12 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from carry import patches as patchmod
-from carry.errors import CarryError
+from carry.base.errors import CarryError, MissingRef
 from carry.git import ANY, FROM_LINE, ApplyError, Entry, Ident, RawCommit, Repo
 from carry.replay import hunks
 from carry.replay.preimage import preimage
-from carry.series import Base, Series
+from carry.series import patches as patchmod
+from carry.series.store import Base, Series
 
 CACHE_PREFIX = "refs/carry/cache/"
 Progress = Callable[[int, int, str], None]
@@ -43,7 +43,8 @@ def resolve_base(repo: Repo, base: Base, what: str, hint: str) -> str:
         raise CarryError(f"{what} records no base")
     sha = repo.try_rev_parse(rev)
     if sha is None:
-        raise CarryError(f"the base {rev} of {what} is not in {repo.path}", hint=hint)
+        raise MissingRef(f"the base {rev} of {what} is not in {repo.path}", str(repo.path),
+                         hint)
     return sha
 
 

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from carry import trailers as trailermod
-from carry import untrusted
-from carry.atomic import write_json
-from carry.errors import CarryError
+from carry.base import untrusted
+from carry.base.atomic import write_json
+from carry.base.errors import CarryError
 from carry.git import RawCommit, Repo
 from carry.replay.chain import Carried
-from carry.series import Provenance
+from carry.series import trailers as trailermod
+from carry.series.store import Provenance
 
 # Provenance roles whose `patches` say "this PR holds the same change as these patches".
 EQUIVALENT_ROLES = ("upstream-equivalent", "consolidated")
@@ -126,7 +126,8 @@ def _by_patch_id(repo: Repo, carried: Sequence[Carried], marked: set[str],
     theirs = sorted(marked - ours)
     mine: dict[str, str] = {}
     upstream: dict[str, str] = {}
-    for pid, commit in repo.log_patch_ids(["--no-walk", *(c.commit.sha for c in hit), *theirs]):
+    for pid, commit in repo.log_patch_ids([*(c.commit.sha for c in hit), *theirs],
+                                         no_walk=True):
         if commit in ours:
             mine[commit] = pid
         else:

@@ -1,6 +1,7 @@
-"""Replay a chain onto a target: the worktree-free merge-tree recipe (facts.md) with the graft
-and result commits written in-process, so a patch costs at most one `git merge-tree`, and a
-run of patches on disjoint paths costs one for the whole run.
+"""Replay a chain onto a target: the worktree-free merge-tree recipe (commit the target's tree on
+the patch's parent, merge that with the patch, commit the result onto the target) with the
+graft and result commits written in-process, so a patch costs at most one `git merge-tree`, and
+a run of patches on disjoint paths costs one for the whole run.
 
 The engine writes no ref, state or worktree: `rebase` decides what a result means for the
 user's branches, `validate` only needs the rebased tree.
@@ -9,17 +10,20 @@ user's branches, `validate` only needs the rebased tree.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from carry.git import Ident, Repo
-from carry.replay.chain import Carried, load_chain
-from carry.replay.drops import Drop, find_drops
+from carry.replay import rerere
+from carry.replay import why as whymod
 from carry.replay.runs import PatchResult as PatchResult
 from carry.replay.runs import run_steps as run_steps
 from carry.replay.targets import ResolvedTarget
-from carry.series import Series
+from carry.series.store import Series
+
+if TYPE_CHECKING:  # loaded where a replay starts, not by a `--skip` that only reads results
+    from carry.replay.chain import Carried
+    from carry.replay.drops import Drop
 
 
 @dataclass
@@ -47,6 +51,14 @@ class TargetResult:
     conflict: Conflict | None = None
     message: str = ""
     refreshed: dict[str, Any] = field(default_factory=dict)
+    recorded: dict[str, Any] = field(default_factory=dict)  # what --continue recorded
+
+    json_extra = ("why",)
+
+    @property
+    def why(self) -> list[dict[str, Any]]:
+        """Each conflicting patch and why it conflicts, root conflicts first."""
+        return whymod.explain(self.patches)
 
     def count(self, status: str) -> int:
         return sum(1 for p in self.patches if p.status == status)
@@ -55,12 +67,14 @@ class TargetResult:
 @dataclass
 class Replayed:
     """A replay's outcome: the result, where it stopped (None: it did not), the paths of the
-    stop and the head so far (the commit a resolution goes on)."""
+    stop and the head so far (the commit a resolution goes on); `trial`, the forecast's
+    replay of the rest with the stop left out, which a `--skip` takes as it is."""
 
     result: TargetResult
     stop: int | None
     paths: list[str]
     head: str
+    trial: list[PatchResult] = field(default_factory=list)
 
 
 def steps_for(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchResult]:
@@ -76,19 +90,36 @@ def steps_for(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchR
 
 
 def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
-             committer: Ident) -> None:
+             committer: Ident, recorded: rerere.Recorded | None = None,
+             onto: str = "") -> list[PatchResult]:
     """Which later patches would conflict too: the rest of the series replayed with the
     stopping patch (and each further conflict) left out, on copies; each such patch gets its
     paths in `forecast` and the status `would-conflict`, which a resume turns back into
-    `pending`. Nothing else is kept: the trial's commits are unreferenced."""
+    `pending`. Returns that trial: it is exactly what `--skip` replays, so the rebase keeps
+    it in its state and a skip takes its commits instead of merging again. Given the target
+    commit `onto`, each conflict also gets its why (`replay.why`), worked out on another
+    thread while the forecast goes on."""
     trial = [replace(s) for s in steps]
     trial[stop].status = "skipped"
-    while True:
-        head, again, paths = run_steps(repo, trial, head, committer)
-        if again is None:
-            return
-        steps[again].status, steps[again].forecast = "would-conflict", paths
-        trial[again].status = "skipped"
+    why = whymod.Why(repo, steps, onto) if onto else None
+    try:
+        if why:
+            why.add(stop)
+        while True:
+            head, again, paths = run_steps(repo, trial, head, committer,
+                                             recorded=recorded)
+            if again is None:
+                break
+            steps[again].status, steps[again].forecast = "would-conflict", paths
+            if why:
+                why.add(again)
+            trial[again].status = "skipped"
+        if why:
+            why.finish()
+    finally:
+        if why:
+            why.close()
+    return trial
 
 
 def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carried],
@@ -98,7 +129,13 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
     The replay starts speculatively, as if nothing were dropped, while detection runs on the
     other core. Most rebases drop nothing and are done when both finish; otherwise the steps
     before the first dropped patch are kept (the same inputs give the same commits) and the
-    rest is replayed again."""
+    rest is replayed again. A conflict the series' recorded resolutions resolve does not
+    stop it (`rerere`)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from carry.replay.drops import find_drops
+
+    recorded = rerere.load(series.root)
     detector = repo.fork()
     m = series.manifest
     try:
@@ -106,7 +143,8 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
             future = pool.submit(find_drops, detector, carried, base, target.sha,
                                  m.provenance, m.upstream.repo)
             steps = steps_for(carried, {})
-            head, stop, paths = run_steps(repo, steps, target.sha, committer)
+            head, stop, paths = run_steps(repo, steps, target.sha, committer,
+                                          recorded=recorded)
             drops = future.result()
     finally:
         detector.close()
@@ -118,23 +156,25 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
             redo[i] = steps[i]
             head = steps[i].commit or head
         steps = redo
-        head, stop, paths = run_steps(repo, steps, head, committer)
+        head, stop, paths = run_steps(repo, steps, head, committer, recorded=recorded)
     elif stop is not None:  # the stop came before any drop: mark the later drops
         for step, c in zip(steps[stop + 1:], carried[stop + 1:], strict=True):
             if c.number in drops:
                 step.status, step.reason = "dropped", drops[c.number].reason
                 step.upstream = drops[c.number].upstream
-    if stop is not None:
-        forecast(repo, steps, stop, head, committer)
+    trial = forecast(repo, steps, stop, head, committer, recorded, onto=target.sha) \
+        if stop is not None else []
     status = "applied" if stop is None else "conflict"
     result = TargetResult(series.name, target.name, target.ref, target.sha, status,
                           head if stop is None else "", steps)
-    return Replayed(result, stop, paths, head)
+    return Replayed(result, stop, paths, head, trial)
 
 
 def replay(series: Series, repo: Repo, onto: str) -> TargetResult:
     """Replay the series onto `onto` and return the outcome, writing no user ref, no state
     and no worktree: for callers (validation) that only need the rebased tree."""
+    from carry.replay.chain import load_chain
+
     base, carried = load_chain(series, repo)
     target = ResolvedTarget(onto, onto, repo.rev_parse(onto))
     done = replay_target(series, repo, base, carried, target, repo.committer_ident())

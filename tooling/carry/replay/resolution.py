@@ -1,14 +1,17 @@
-"""A conflict a maintainer resolved by hand becomes the patch's commit."""
+"""A conflict a maintainer resolved by hand becomes the patch's commit, and its resolution
+is recorded in the series for every later replay (`record`)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from carry.errors import CarryError
+from carry.base.errors import CarryError
 from carry.git import Ident, Repo
 from carry.replay.engine import PatchResult
+from carry.series.store import Series
 
 _MARKER = re.compile(rb"^(?:<{7}|>{7})(?: |$)", re.M)
 
@@ -39,4 +42,113 @@ def take_resolution(repo: Repo, wt: Path, step: PatchResult, head: str, paths: S
     new = repo.write_commit(tree, [head], source.message, source.author, committer,
                             source.encoding)
     step.status, step.reason, step.commit = "applied", "conflict resolved", new
+    return new
+
+
+def record(series: Series, repo: Repo, step: PatchResult, head: str, resolved: str,
+           where: str) -> dict[str, Any]:
+    """Keep the maintainer's resolution of `step`'s conflict (the patch went onto `head`
+    and became `resolved`) in the series' `resolutions/`, as its next version, so that every
+    later replay meeting the same conflict applies it (`rerere`). Recording again what is
+    recorded already writes nothing: a `--continue` after a kill is not a new version.
+    Returns what `--continue` reports: the version, the files and what was not recorded."""
+    from carry.replay import rerere
+    from carry.series import versions
+    from carry.series.store import RESOLUTION_DIR, read_resolutions
+
+    version = series.manifest.version + 1
+    taken = rerere.take(repo, step.number, repo.read_commit(step.source),
+                        repo.read_commit(head).tree, repo.read_commit(resolved).tree, version,
+                        where)
+    out: dict[str, Any] = {
+        "patch": step.file, "version": 0, "tag": "", "files": [], "already": [],
+        "not_recorded": [{"path": p, "why": why} for p, why in taken.skipped]}
+    if not taken.files:
+        return out
+    existing = rerere.load(series.root).files
+    names = {r.name for r in taken.files}
+    keys = {h.key() for r in taken.files for h, _ in r.hunks}
+    new = {}
+    for res in taken.files:
+        old = next((r for r in existing if r.name == res.name), None)
+        if old is not None and old.same(res):
+            out["already"].append(f"{RESOLUTION_DIR}/{res.file_name} (v{old.version})")
+        else:
+            new[res.file_name] = res.dump(step.file)
+    # an earlier record of part of this conflict is superseded by the whole one
+    gone = {r.file_name for r in existing if r.patch == step.number and r.name not in names
+            and {h.key() for h, _ in r.hunks} <= keys}
+    if not new and not gone:
+        return out
+    files = {n: d for n, d in read_resolutions(series.root).items() if n not in gone}
+    files.update(new)
+    paths = ", ".join(r.path for r in taken.files)
+    out["version"], out["tag"] = versions.write_next(
+        series.root, series.manifest, {p.name: p.read() for p in series.patches()},
+        f"recorded the resolution of {step.file[:4]}'s conflict in {paths} ({where})",
+        resolutions=files)
+    out["files"] = [f"{RESOLUTION_DIR}/{n}" for n in sorted(new)]
+    return out
+
+
+def unmatched(series: Series, repo: Repo | None) -> tuple[list[Any], dict[str, str], str]:
+    """The series' resolutions, those no replay can use any more (name: why), and a note
+    on what could not be checked: without a repository (or its base) only whether each
+    one's patch is still in the series."""
+    from carry.replay import rerere
+    from carry.replay.chain import load_chain
+
+    recorded = rerere.load(series.root)
+    commits: dict[int, Any] = {p.number: None for p in series.patches()}
+    note = "" if repo is not None or not recorded.files else (
+        "without --repo, only whether each resolution's patch is still in the series is "
+        "checked")
+    if repo is not None and recorded.files:
+        try:
+            commits = {c.number: c.commit for c in load_chain(series, repo)[1]}
+        except CarryError as exc:
+            note = f"whether each resolution still matches its patch was not checked: " \
+                   f"{exc.line()}"
+            repo = None
+    return recorded.files, rerere.unmatched(recorded, commits, repo), note
+
+
+def prune(series: Series, repo: Repo | None) -> tuple[dict[str, str], int, str]:
+    """Remove the resolutions `unmatched` lists, as the series' next version; returns them
+    (file: why), the version and its tag (0 and "" when none was removed)."""
+    from carry.series import versions
+    from carry.series.store import RESOLUTION_DIR, read_resolutions
+
+    _, gone, _ = unmatched(series, repo)
+    if not gone:
+        return {}, 0, ""
+    files = {n: d for n, d in read_resolutions(series.root).items()
+             if n.removesuffix(".txt") not in gone}
+    version, tag = versions.write_next(
+        series.root, series.manifest, {p.name: p.read() for p in series.patches()},
+        f"pruned {len(gone)} recorded resolution{'s' if len(gone) > 1 else ''} that no "
+        f"longer match: {', '.join(sorted(gone))}", resolutions=files)
+    return {f"{RESOLUTION_DIR}/{n}.txt": why for n, why in sorted(gone.items())}, version, tag
+
+
+def take_recorded(series: Series, repo: Repo, step: PatchResult, head: str,
+                  committer: Ident) -> str | None:
+    """The stopped patch resolved by the series' recorded resolutions instead of by hand:
+    for a target that stopped at the same conflict before the resolution was recorded (two
+    targets of one run), whose worktree still holds the markers. None when they do not
+    resolve it."""
+    from carry.replay import rerere
+
+    source = repo.read_commit(step.source)
+    onto = repo.read_commit(head).tree
+    fixed = rerere.apply(repo, rerere.load(series.root), step.number, source, onto)
+    if fixed is None:
+        return None
+    step.resolutions = [r.name for r in fixed.used]
+    if fixed.tree == onto:
+        step.status, step.reason = "dropped", f"{fixed.reason}, and then empty"
+        return head
+    new = repo.write_commit(fixed.tree, [head], source.message, source.author, committer,
+                            source.encoding)
+    step.status, step.reason, step.commit = "applied", fixed.reason, new
     return new

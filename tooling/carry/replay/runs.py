@@ -8,10 +8,12 @@ from __future__ import annotations
 import hashlib
 from contextlib import suppress
 from dataclasses import dataclass, field
+from typing import Any
 
-from carry.atomic import write_bytes
-from carry.errors import CarryError
+from carry.base.atomic import write_bytes
+from carry.base.errors import CarryError
 from carry.git import Entry, Ident, MergeResult, PendingMerge, RawCommit, Repo, parse_changes
+from carry.replay import rerere
 
 Changes = dict[bytes, tuple[Entry | None, Entry | None]]
 Run = list[tuple[int, RawCommit]]  # consecutive steps (index, commit on the series base)
@@ -21,7 +23,11 @@ Run = list[tuple[int, RawCommit]]  # consecutive steps (index, commit on the ser
 class PatchResult:
     """One patch in one target. `source` is the patch as a commit on the series base,
     `commit` the rebased commit, `upstream` the commit that made it a drop; `forecast` the
-    paths on which a `would-conflict` patch conflicts too once the stop is dealt with."""
+    paths on which a `would-conflict` patch conflicts too once the stop is dealt with;
+    `resolutions` the recorded resolutions (`NNNN-<id>`) that resolved its conflict.
+    Why a conflict happens (`replay.why`): `cause` the first upstream commit after which the
+    patch stops applying (sha, subject, pr), or `builds_on` the earlier patch file, itself
+    left out, whose lines this one changes."""
 
     number: int
     file: str
@@ -33,12 +39,17 @@ class PatchResult:
     upstream: str = ""
     source: str = ""
     forecast: list[str] = field(default_factory=list)
+    resolutions: list[str] = field(default_factory=list)
+    cause: dict[str, Any] | None = None
+    builds_on: str = ""
 
 
 def run_steps(repo: Repo, steps: list[PatchResult], head: str, committer: Ident,
-              batch: bool = True) -> tuple[str, int | None, list[str]]:
+              batch: bool = True, recorded: rerere.Recorded | None = None
+              ) -> tuple[str, int | None, list[str]]:
     """Replay every pending step onto `head`; returns the new head, and the index and paths
-    of the step that conflicted, if one did.
+    of the step that conflicted, if one did. A conflict that `recorded` resolves does not
+    stop the replay (`_resolved`).
 
     The series is cut once into runs (`_plan`), each one merge; a run that cannot be
     batched goes patch by patch and is never tried again: the cost is linear in the series,
@@ -53,12 +64,13 @@ def run_steps(repo: Repo, steps: list[PatchResult], head: str, committer: Ident,
     if len(runs) > 1:  # the target's trees the merges will change, read in a few exchanges
         repo.read_paths(head_tree, {p for ch in changes.values() for p in ch})
     ahead = _start(repo, runs[0], head_tree) if runs else None
-    return _run(repo, steps, runs, changes, head, head_tree, committer, ahead)
+    return _run(repo, steps, runs, changes, head, head_tree, committer, ahead,
+                recorded or rerere.Recorded())
 
 
 def _run(repo: Repo, steps: list[PatchResult], runs: list[Run], changes: dict[int, Changes],
-         head: str, head_tree: str, committer: Ident, ahead: PendingMerge | None
-         ) -> tuple[str, int | None, list[str]]:
+         head: str, head_tree: str, committer: Ident, ahead: PendingMerge | None,
+         recorded: rerere.Recorded) -> tuple[str, int | None, list[str]]:
     try:
         for k, run in enumerate(runs):
             try:
@@ -69,8 +81,14 @@ def _run(repo: Repo, steps: list[PatchResult], runs: list[Run], changes: dict[in
                 merged, ok = None, False
             if merged is not None and not merged.clean:
                 if len(run) == 1:
-                    steps[run[0][0]].status = "conflict"
-                    return head, run[0][0], sorted(set(merged.conflicts))
+                    j, c = run[0]
+                    fixed = _resolved(repo, recorded, steps[j], c, head, head_tree, committer)
+                    if fixed is None:
+                        steps[j].status = "conflict"
+                        return head, j, sorted(set(merged.conflicts))
+                    head, head_tree = fixed
+                    ahead = _start(repo, runs[k + 1], head_tree) if k + 1 < len(runs) else None
+                    continue
                 ok = False
             last = merged.tree if merged else run[-1][1].tree
             ahead = _start(repo, runs[k + 1], last) if ok and k + 1 < len(runs) else None
@@ -79,7 +97,8 @@ def _run(repo: Repo, steps: list[PatchResult], runs: list[Run], changes: dict[in
                 if ahead:
                     with suppress(CarryError):
                         ahead.result()
-                head, head_tree, stop = _one_by_one(repo, steps, run, head, head_tree, committer)
+                head, head_tree, stop = _one_by_one(repo, steps, run, head, head_tree, committer,
+                                                    recorded)
                 if stop is not None:
                     return head, stop[0], stop[1]
                 ahead = _start(repo, runs[k + 1], head_tree) if k + 1 < len(runs) else None
@@ -129,19 +148,39 @@ def _commit(repo: Repo, step: PatchResult, c: RawCommit, tree: str, head: str, h
 
 
 def _one_by_one(repo: Repo, steps: list[PatchResult], run: Run, head: str, head_tree: str,
-                committer: Ident) -> tuple[str, str, tuple[int, list[str]] | None]:
-    """A run merged patch by patch; stops at the first conflict (its index and paths)."""
+                committer: Ident, recorded: rerere.Recorded
+                ) -> tuple[str, str, tuple[int, list[str]] | None]:
+    """A run merged patch by patch; stops at the first conflict that no recorded resolution
+    resolves (its index and paths)."""
     for j, c in run:
         if repo.read_commit(c.parents[0]).tree == head_tree:
             tree = c.tree  # nothing moved under this patch: its own tree is the result
         else:
             merged = repo.replay_tree(c, head_tree)
             if not merged.clean:
-                steps[j].status = "conflict"
-                return head, head_tree, (j, sorted(set(merged.conflicts)))
+                fixed = _resolved(repo, recorded, steps[j], c, head, head_tree, committer)
+                if fixed is None:
+                    steps[j].status = "conflict"
+                    return head, head_tree, (j, sorted(set(merged.conflicts)))
+                head, head_tree = fixed
+                continue
             tree = merged.tree
         head, head_tree = _commit(repo, steps[j], c, tree, head, head_tree, committer)
     return head, head_tree, None
+
+
+def _resolved(repo: Repo, recorded: rerere.Recorded, step: PatchResult, c: RawCommit,
+              head: str, head_tree: str, committer: Ident) -> tuple[str, str] | None:
+    """The conflicting patch committed with its recorded resolution (the new head and tree),
+    marked so that every view says which resolution of which version did it; None when the
+    resolutions do not cover every conflicted hunk, and the replay stops as before."""
+    fixed = rerere.apply(repo, recorded, step.number, c, head_tree)
+    if fixed is None:
+        return None
+    head, head_tree = _commit(repo, step, c, fixed.tree, head, head_tree, committer)
+    step.reason = fixed.reason + (", and then empty" if step.status == "dropped" else "")
+    step.resolutions = [r.name for r in fixed.used]
+    return head, head_tree
 
 
 def _start(repo: Repo, run: Run, head_tree: str) -> PendingMerge | None:

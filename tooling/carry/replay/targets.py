@@ -5,13 +5,15 @@ patterns the same way."""
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from carry.errors import CarryError
+from carry.base.errors import CarryError, MissingRef
+from carry.base.redact import scrub
+from carry.base.suggest import did_you_mean, join
 from carry.git import GitError, Repo
-from carry.redact import scrub
-from carry.series import Series, Target
+from carry.series.store import Series, Target
 
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 _SHA = re.compile(r"\b[0-9a-f]{40}\b")
@@ -67,13 +69,14 @@ def _manifest_target(repo: Repo, t: Target) -> list[ResolvedTarget]:
     if t.ref:
         sha = repo.try_rev_parse(t.ref)
         if sha is None:
-            raise CarryError(f"target {t.name}: ref {t.ref!r} is not in {repo.path}",
-                             hint="pass --fetch, or add the remote")
+            raise MissingRef(f"target {t.name}: ref {t.ref!r} is not in {repo.path}",
+                             str(repo.path), join(did_you_mean(t.ref, repo.ref_names()),
+                                                  "pass --fetch, or add the remote"))
         return [ResolvedTarget(t.name, t.ref, sha)]
     tags = newest_tags(repo, t)
     if not tags:
-        raise CarryError(f"target {t.name}: no tag in {repo.path} matches {t.tags!r}",
-                         hint="pass --fetch to get the tags")
+        raise MissingRef(f"target {t.name}: no tag in {repo.path} matches {t.tags!r}",
+                         str(repo.path), "pass --fetch to get the tags")
     return [ResolvedTarget(f"{t.name}@{tag}", tag, repo.rev_parse(f"refs/tags/{tag}"))
             for tag in reversed(tags)]
 
@@ -107,8 +110,13 @@ def fetch(series: Series, repo: Repo) -> list[str]:
             raise CarryError(scrub(str(exc))) from None  # git can quote a URL with a token
         fetched.append(remote)
     if wanted and not fetched:
-        raise CarryError(f"none of the remotes {', '.join(wanted)} is defined in {repo.path}",
-                         hint="git remote add NAME URL")
+        m = series.manifest
+        add = "; ".join(f"git -C {shlex.quote(str(repo.path))} remote add "
+                        f"{shlex.quote(r.remote)} {shlex.quote(r.url)}"
+                        for r in (m.upstream, m.fork) if r.remote and r.url)
+        raise MissingRef(f"none of the remotes {', '.join(wanted)} is defined in {repo.path}",
+                         str(repo.path), f"if {repo.path} is not your clone of upstream, "
+                         f"--repo PATH names it; else {add or 'git remote add NAME URL'}")
     return fetched
 
 

@@ -2,5 +2,7 @@
 
 plan.py resolves the manifest's plan against the target tree (hook drift included), engines.py
 runs steps locally or in a container pinned by digest, results.py holds what a run found and
-reads JUnit XML, cache.py keys finished reports, and run.py ties them together.
+reads JUnit XML, cache.py keys finished reports, baseline.py commits the target without the
+series (does a test fail upstream too?), and run.py ties them together. Imports base, git,
+series and replay.
 """

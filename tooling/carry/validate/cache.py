@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from carry import untrusted
-from carry.atomic import write_json
-from carry.errors import CarryError
+from carry.base import untrusted
+from carry.base.atomic import write_json
+from carry.base.errors import CarryError
 
 SCHEMA = 1
 

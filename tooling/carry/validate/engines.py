@@ -5,6 +5,10 @@ A container engine only ever runs the exact image the plan names: the reference 
 container starts. One container serves a whole validation (`run -d` then one `exec` per step),
 so a requirement installed by the first step is there for pytest, and every step still gets
 its own exit code and log.
+
+The steps run the target's code: they get carry's environment without git's locating variables
+and without any credential (`childenv.untrusted_env`), in a container only the variables named
+here, and locally they die with carry (`groups`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
 
-from carry.errors import CarryError
+from carry.base.childenv import untrusted_env
+from carry.base.errors import CarryError
+from carry.validate.groups import Groups
 
 ENGINES = ("local", "podman", "docker")
 # An image reference as registries define it: [DOMAIN[:PORT]/]PATH, lower-case path parts.
@@ -74,7 +80,7 @@ class Engine(Protocol):
 def _write_log(log: Path, argv: Sequence[str], cwd: Path) -> None:
     import shlex
 
-    from carry import atomic
+    from carry.base import atomic
 
     atomic.write_text(log, f"# cwd: {cwd}\n$ {shlex.join(argv)}\n")
 
@@ -86,7 +92,7 @@ def _output(log: Path) -> Iterator[IO[bytes]]:
     under test prints reaches no file with a token in it."""
     import tempfile
 
-    from carry import redact
+    from carry.base import redact
 
     with tempfile.TemporaryFile(dir=log.parent) as raw:
         yield raw
@@ -106,17 +112,16 @@ def _path_with(python: str, path: str) -> str:
 @dataclass
 class LocalSession:
     env: dict[str, str]
+    groups: Groups
 
     def run(self, argv: Sequence[str], cwd: Path, log: Path) -> int:
         _write_log(log, argv, cwd)
         with _output(log) as fh:
             try:
-                proc = subprocess.run(list(argv), cwd=str(cwd), env=self.env, stdout=fh,
-                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                return self.groups.run(argv, cwd, self.env, fh)
             except FileNotFoundError as exc:
                 fh.write(f"carry: cannot run {argv[0]}: {exc.strerror}\n".encode())
                 return 127
-        return proc.returncode
 
 
 @dataclass
@@ -146,12 +151,15 @@ class LocalEngine:
     def check(self) -> None:
         self._resolved()
 
+    def step_env(self) -> dict[str, str]:
+        """What the steps see: no credential and no git locating variable."""
+        return untrusted_env({"PATH": _path_with(self.python, os.environ.get("PATH", "")),
+                              "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+
     @contextmanager
     def session(self, mounts: Sequence[Mount]) -> Iterator[Session]:
-        env = dict(os.environ)
-        env["PATH"] = _path_with(self.python, env.get("PATH", ""))
-        env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-        yield LocalSession(env)
+        with Groups() as groups:
+            yield LocalSession(self.step_env(), groups)
 
 
 def parse_image(image: str) -> tuple[str, str]:
@@ -195,7 +203,7 @@ class ContainerSession:
             cmd += ["-e", f"{k}={v}"]
         with _output(log) as fh:
             proc = subprocess.run([*cmd, self.cid, *argv], stdout=fh, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL)
+                                  stdin=subprocess.DEVNULL, env=untrusted_env())
         return proc.returncode
 
 
@@ -224,7 +232,7 @@ class ContainerEngine:
 
     def _cmd(self, *args: str) -> subprocess.CompletedProcess[bytes]:
         return subprocess.run([self._exe(), *args], capture_output=True,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, env=untrusted_env())
 
     def _engine_down(self, stderr: bytes) -> EngineError | None:
         text = stderr.decode("utf-8", "replace")
@@ -269,7 +277,7 @@ class ContainerEngine:
             hint=f"fetch or build it first (e.g. {self.name} pull {self.image})")
 
     def _verify(self, digests_json: str) -> None:
-        from carry import untrusted
+        from carry.base import untrusted
 
         try:
             repo_digests = untrusted.loads_json(digests_json, list)
@@ -289,6 +297,15 @@ class ContainerEngine:
                 out.append(digest)
         return out
 
+    def step_env(self) -> dict[str, str]:
+        """What the steps see (`exec -e`), and all they see of this machine's environment:
+        only these names, never a token."""
+        env = dict(_STEP_ENV)
+        env["PATH"] = _path_with(self.python, self._image_path)
+        if self.name == "docker" and os.getuid() != 0:
+            env["HOME"] = "/tmp"
+        return env
+
     @contextmanager
     def session(self, mounts: Sequence[Mount]) -> Iterator[Session]:
         if not self._image_path:
@@ -296,12 +313,10 @@ class ContainerEngine:
         self._sweep()
         name = f"{_NAME}{host_tag()}-{os.getpid()}-{os.urandom(4).hex()}"
         cmd = ["run", "-d", "--rm", "--name", name, "--pull=never", "--entrypoint", "sleep"]
-        env = dict(_STEP_ENV)
-        env["PATH"] = _path_with(self.python, self._image_path)
+        env = self.step_env()
         if self.name == "docker" and os.getuid() != 0:
             # files written into the bind mounts must stay the user's; HOME must be writable
             cmd += ["--user", f"{os.getuid()}:{os.getgid()}"]
-            env["HOME"] = "/tmp"
         for m in mounts:
             cmd += ["-v", f"{m.path}:{m.path}:{'ro' if m.read_only else 'rw'}"]
         proc = self._cmd(*cmd, self.image, "infinity")
@@ -322,7 +337,7 @@ class ContainerEngine:
         """Remove the containers of validations on this host whose carry is gone: one killed
         with -9 cannot stop its `sleep infinity` container. The name says which host and
         process made it; another host's (a shared daemon) or a live one's is left alone."""
-        from carry import scratch
+        from carry.base import scratch
 
         proc = self._cmd("ps", "-a", "--filter", f"name={_NAME}", "--format", "{{.Names}}")
         stem = f"{_NAME}{host_tag()}-"
@@ -332,7 +347,7 @@ class ContainerEngine:
 
 
 def _image_path(env_json: str) -> str:
-    from carry import untrusted
+    from carry.base import untrusted
 
     default = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
     try:

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from carry.errors import CarryError
-from carry.series import Hook, TestPlan
+from carry.base.errors import CarryError
+from carry.series.store import Hook, TestPlan
 
 PRECOMMIT_CONFIG = ".pre-commit-config.yaml"
 DEFAULT_STAGE = "pre-commit"
@@ -171,6 +171,25 @@ class Resolved:
     hooks: tuple[HookDecision, ...] = field(default=())
 
 
+def check(plan: TestPlan) -> None:
+    """What of the plan becomes a value on pytest's or pre-commit's command line is never an
+    option there: options go in `pytest_args`, and a suite `-p evil` or a hook `--config=x`
+    is refused before anything runs."""
+    for key, values in (("suites", plan.suites),
+                        ("hook", [v for h in plan.hooks for v in (h.id, h.fallback)])):
+        bad = next((v for v in values if v.startswith("-")), None)
+        if bad is not None:
+            raise CarryError(f"[test].{key} entry {bad!r} starts with '-': it would reach "
+                             "the command line as an option",
+                             hint="name a path or a hook id; pytest options go in "
+                                  "[test].pytest_args")
+
+
+def _as_files(paths: Sequence[str]) -> list[str]:
+    """Changed paths for `--files`: one named like an option is given as `./NAME`."""
+    return [f"./{p}" if p.startswith("-") else p for p in paths]
+
+
 def build(
     plan: TestPlan,
     python: str,
@@ -195,7 +214,8 @@ def build(
         argv: tuple[str, ...] = ()
         if not d.missing:
             argv = ("pre-commit", "run", *([d.run_id] if d.run_id else []),
-                    *(["--hook-stage", d.stage] if d.stage else []), "--files", *changed)
+                    *(["--hook-stage", d.stage] if d.stage else []), "--files",
+                    *_as_files(changed))
         steps.append(StepSpec("hook", f"hook {d.label}", argv, hook=d,
                               display="" if argv else f"pre-commit run {d.requested}"))
     if plan.diff_check:

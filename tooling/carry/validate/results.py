@@ -204,6 +204,7 @@ class Report:
     baseline: Baseline | None = None
     cached: bool = False
     cached_for: str = ""  # on a cache hit: this run's result commit, with the same tree
+    resolved: list[str] = field(default_factory=list)  # "FILE: why", by recorded resolutions
 
     @property
     def exit_code(self) -> int:
@@ -212,6 +213,6 @@ class Report:
     @classmethod
     def from_data(cls, d: dict[str, Any]) -> Report:
         """A report read back (the cache): every field of its type, or BadData."""
-        from carry import untrusted
+        from carry.base import untrusted
 
         return untrusted.build(cls, d, "report", strict=True)

@@ -8,6 +8,7 @@ files only. Every step writes its own log under `.git/carry/validate/<run>/`.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
 import shutil
 import tempfile
@@ -18,12 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from carry import atomic, render, scratch
-from carry.errors import CarryError, ValidationFailed
+from carry.base import atomic, scratch
+from carry.base.data import to_data
+from carry.base.errors import CarryError, ValidationFailed
 from carry.git import Repo
-from carry.replay.baseline import baseline_commit
-from carry.series import Series
+from carry.series.store import Series
 from carry.validate import cache, engines, plan
+from carry.validate.baseline import baseline_commit
 from carry.validate.results import (
     Baseline,
     Report,
@@ -46,6 +48,7 @@ class Target:
     onto_ref: str
     onto: str
     head: str
+    resolved: tuple[str, ...] = ()  # "FILE: why", the patches a recorded resolution resolved
 
 
 def validate_dir(repo: Repo) -> Path:
@@ -82,10 +85,11 @@ def resolve_target(series: Series, repo: Repo, onto: str | None, commit: str | N
         return Target(onto or f"{commit}~{len(series.patches())}", base, head)
     assert onto is not None
     onto_sha = repo.rev_parse(onto)
-    return Target(onto, onto_sha, _build(series, repo, onto_sha))
+    head, resolved = _build(series, repo, onto_sha)
+    return Target(onto, onto_sha, head, resolved)
 
 
-def _build(series: Series, repo: Repo, onto: str) -> str:
+def _build(series: Series, repo: Repo, onto: str) -> tuple[str, tuple[str, ...]]:
     """The series replayed as `carry rebase` would, with no ref, state or worktree written."""
     from carry.replay.engine import replay
 
@@ -99,7 +103,8 @@ def _build(series: Series, repo: Repo, onto: str) -> str:
             + (f" ({result.message})" if result.message else ""),
             hint=f"carry rebase {series.name} --onto {onto[:12]} resolves it; "
                  "then validate --commit")
-    return result.head
+    return result.head, tuple(f"{p.file}: {p.reason}" for p in result.patches
+                              if p.resolutions)
 
 
 WORKTREE_STEM = "carry-validate-"
@@ -134,21 +139,23 @@ def run(
     use_cache: bool = True,
     progress: Progress | None = None,
     allow_no_tests: bool = False,
+    record: bool = True,  # False: a side run (the CI's upstream check) is not the last report
 ) -> Report:
     tp = series.manifest.test
     if not (tp.suites or tp.hooks or tp.diff_check):
         raise CarryError(f"series {series.name} has no test plan", hint="fill in its [test] table")
+    plan.check(tp)
     engine = engines.make(engine_name, tp.image, python or tp.python)
     if engine_name == "local":
         engine.check()  # a missing interpreter is bad input even when a report is cached
-    inputs = {"plan": render.to_data(tp), "python": engine.python, "engine": engine.identity(),
+    inputs = {"plan": to_data(tp), "python": engine.python, "engine": engine.identity(),
               **({"allow_no_tests": True} if allow_no_tests else {})}
     store = validate_dir(repo) / "cache"
     early = _early_key(series, repo, onto, baseline, inputs) if onto and not commit else ""
     if use_cache and early:
         hit = cache.follow(store, early)
         if hit is not None:
-            return _answer(repo, series, hit, hit.get("head", ""))
+            return _answer(repo, series, hit, hit.get("head", ""), record=record)
     t = resolve_target(series, repo, onto, commit)
     started = time.monotonic()
     changed = repo.changed_files(t.onto, t.head)
@@ -168,7 +175,7 @@ def run(
         if hit is not None:
             if early:
                 cache.link(store, early, key)
-            return _answer(repo, series, hit, t.head)
+            return _answer(repo, series, hit, t.head, list(t.resolved), record)
     engine.check()
     stamp = dt.datetime.now(dt.UTC)
     validate_dir(repo).mkdir(parents=True, exist_ok=True)
@@ -209,10 +216,12 @@ def run(
         started=stamp.isoformat(timespec="seconds"),
         seconds=round(time.monotonic() - started, 3),
         hook_notes=[d.note for d in decisions if d.note], baseline=base,
+        resolved=list(t.resolved),
     )
-    data = render.to_data(report)
+    data = to_data(report)
     atomic.write_json(run_dir / "report.json", data)
-    atomic.write_json(last_report_path(repo, series.name), data)
+    if record:
+        atomic.write_json(last_report_path(repo, series.name), data)
     if not any(r.kind == "install" and not r.ok for r in results):
         cache.store(store, key, data)  # a failed install is the network's, not the series'
         if early:
@@ -227,22 +236,29 @@ def _early_key(series: Series, repo: Repo, onto: str, baseline: bool,
     the plan and engine. A hit answers without building the series: cost follows the series'
     size, not the repository's."""
     from carry.replay.chain import chain_key, series_base
+    from carry.series.store import read_resolutions
 
     m = series.manifest
     files = [(f.number, f.name, f.read()) for f in series.patches()]
+    recorded = sorted((n, hashlib.sha256(d).hexdigest())
+                      for n, d in read_resolutions(series.root).items())
     return cache.key({"chain": chain_key(series_base(series, repo), files),
                       "onto": repo.rev_parse(onto), "baseline": baseline,
-                      "drops": [render.to_data(m.provenance), m.upstream.repo], **inputs})
+                      "drops": [to_data(m.provenance), m.upstream.repo], **inputs,
+                      **({"resolutions": recorded} if recorded else {})})
 
 
-def _answer(repo: Repo, series: Series, hit: dict[str, Any], head: str) -> Report:
+def _answer(repo: Repo, series: Series, hit: dict[str, Any], head: str,
+            resolved: list[str] | None = None, record: bool = True) -> Report:
     report = Report.from_data(hit)
+    if resolved is not None:  # how this build got its tree, which another run may share
+        report.resolved = resolved
     # the record of what ran stays; today's commit may differ only in its dates
     report.cached, report.cached_for = True, head
     # another series with the same plan may have filled the entry: this is its run now
     report.series, report.version = series.name, series.manifest.version
-    # recorded as a fresh run is, so `carry pr` quotes it
-    atomic.write_json(last_report_path(repo, series.name), render.to_data(report))
+    if record:  # recorded as a fresh run is, so `carry pr` quotes it
+        atomic.write_json(last_report_path(repo, series.name), to_data(report))
     return report
 
 

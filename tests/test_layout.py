@@ -1,0 +1,100 @@
+"""The package's layout is a contract (docs/architecture.md): stages import only the stages
+below them, every module imports alone in a fresh interpreter (no cycle hidden by import
+order), no module is over 400 lines, and the package's top holds at most four modules."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parent.parent / "tooling" / "carry"
+
+# What each stage may import, besides itself. Read bottom-up, it is the flow:
+# base < git < series < replay < intake, rebase, validate < publish < job < status < cli.
+ALLOWED: dict[str, set[str]] = {
+    "base": set(),
+    "git": {"base"},
+    "series": {"base", "git"},
+    "replay": {"base", "git", "series"},
+    "intake": {"base", "git", "series", "replay"},
+    "rebase": {"base", "git", "series", "replay"},
+    "validate": {"base", "git", "series", "replay"},
+    "publish": {"base", "git", "series", "validate"},
+    "job": {"base", "git", "series", "replay", "rebase", "validate", "publish"},
+    "status": {"base", "git", "series", "replay", "rebase", "validate"},
+    "cli": {"base", "git", "series", "replay", "intake", "rebase", "validate", "publish",
+            "job", "status"},
+    "__main__": {"cli"},
+    "__init__": set(),
+}
+
+
+def _modules() -> list[Path]:
+    return sorted(PKG.rglob("*.py"))
+
+
+def _stage(path: Path) -> str:
+    rel = path.relative_to(PKG).with_suffix("")
+    return rel.parts[0]
+
+
+def _imported_stages(path: Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] if node.module != "carry" else \
+                [f"carry.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "carry" and len(parts) > 1:
+                out.add(parts[1])
+    return out
+
+
+def test_stages_import_only_the_stages_below_them() -> None:
+    wrong = []
+    for path in _modules():
+        stage = _stage(path)
+        assert stage in ALLOWED, f"{path}: a new stage; add it to ALLOWED and the docs"
+        for other in _imported_stages(path) - {stage}:
+            if other not in ALLOWED[stage]:
+                wrong.append(f"{path.relative_to(PKG)} imports carry.{other}")
+    assert not wrong, wrong
+
+
+def test_every_module_imports_alone() -> None:
+    names = []
+    for path in _modules():
+        rel = path.relative_to(PKG.parent).with_suffix("")
+        parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+        if parts[-1] != "__main__":
+            names.append(".".join(parts))
+
+    def alone(name: str) -> tuple[str, int, str]:
+        proc = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True,
+                              text=True)
+        return name, proc.returncode, proc.stderr.strip().splitlines()[-1:]  # type: ignore[return-value]
+
+    with ThreadPoolExecutor(4) as pool:
+        failed = [r for r in pool.map(alone, names) if r[1] != 0]
+    assert not failed, failed
+
+
+def test_no_module_over_400_lines_and_a_small_top() -> None:
+    long = [f"{p.relative_to(PKG)}: {n}" for p in _modules()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400]
+    assert not long, long
+    top = sorted(p.name for p in PKG.glob("*.py"))
+    assert len(top) <= 4, top
+
+
+def test_every_stage_says_what_it_owns() -> None:
+    for pkg in sorted(p for p in PKG.iterdir() if (p / "__init__.py").is_file()):
+        doc = ast.get_docstring(ast.parse((pkg / "__init__.py").read_text(encoding="utf-8")))
+        assert doc and len(doc) > 40, f"{pkg.name}/__init__.py needs a docstring"

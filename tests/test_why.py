@@ -1,0 +1,260 @@
+"""Why a patch conflicts: an upstream of 50 commits of which exactly one makes each root conflict;
+the stop names that commit and its PR, a dependent patch names the patch it builds on, root
+conflicts come first, in text, --json, `carry status`, the CI summary and the tracking issue.
+All real git; the tracking issue goes to the GitHub double on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from carry.git import Repo
+from carry.replay import why
+from carry.replay.engine import replay
+from carry.series import store as seriesmod
+from carry.series.store import Repository, Target
+from tests.conftest import LOGPROBZ, TOBY, CommitBuilder, git, run_carry, util
+
+MakeSeries = Callable[..., Any]
+TOKEN = "ghp_why_secret_value_1122334455"
+FORK = "lab/fork"
+OTHERS = ("h6", "h7", "h8", "h9", "h10", "h11", "h12", "h13", "h17", "h18", "h19")
+
+
+@dataclass
+class Fifty:
+    up: CommitBuilder
+    root: Path
+    causes: dict[str, str]  # the upstream commit each root conflict comes from
+    files: list[str]  # the four patch files
+
+    def carry(self, *args: str, env: dict[str, str] | None = None) -> Any:
+        return run_carry(*args, "--repo", str(self.up.path), "--series-dir", str(self.root),
+                         env=env)
+
+
+@pytest.fixture
+def fifty(upstream: CommitBuilder, make_series: MakeSeries, series_root: Path) -> Fifty:
+    """Four patches: 0001 retunes h3 (a root conflict), 0002 touches another file, 0003
+    changes the line 0001 wrote (it builds on 0001), 0004 retunes h15 (a second root).
+    Upstream main then gets 50 commits: #1020 retunes h3 and #1035 reworks h15 (the two
+    causes), #1042 touches h3 again later (so the line is not "first touch"), and the others
+    change other functions of the same file (most of them) or other files."""
+    up = upstream
+    up.checkout("base")
+    git(up.path, "checkout", "-q", "-b", "feature")
+    up.commit("Tune h3\n\nSigned-off-by: Toby Mao <toby@example.com>\n",
+              {"src/util.py": util(h3=33)}, author=TOBY)
+    up.commit("Core returns 2", {"src/core.py": "def f():\n    return 2\n"}, author=TOBY)
+    up.commit("Tune h3 again", {"src/util.py": util(h3=333)}, author=LOGPROBZ)
+    up.commit("Tune h15", {"src/util.py": util(h3=333, h15=155)}, author=LOGPROBZ)
+    up.checkout("main")
+    state: dict[str, int] = {}
+    causes = {}
+    for i in range(1, 51):
+        if i in (20, 35, 42):
+            key, value, subject = {20: ("h3", 30, "Retune h3"), 35: ("h15", 150, "Rework h15"),
+                                   42: ("h3", 300, "Retune h3 once more")}[i]
+            state[key] = value
+            sha = up.commit(f"{subject} (#{1000 + i})", {"src/util.py": util(**state)})
+            causes.setdefault(key, sha)
+        elif i % 5:  # most commits change other functions of the same file
+            state[OTHERS[i % len(OTHERS)]] = 1000 + i
+            up.commit(f"Tweak another helper (#{1000 + i})", {"src/util.py": util(**state)})
+        else:
+            up.commit(f"Docs page {i} (#{1000 + i})", {f"docs/page{i}.md": f"page {i}\n"})
+    s = make_series(up, "feature", targets=[Target(name="main", ref="main")],
+                    fork=Repository(repo=FORK, remote="origin", branch="main"))
+    return Fifty(up, series_root, {"0001": causes["h3"], "0004": causes["h15"]},
+                 [p.name for p in s.patches()])
+
+
+def test_the_stop_names_the_upstream_commit_and_the_patch_a_conflict_builds_on(
+        fifty: Fifty) -> None:
+    one, _, three, four = fifty.files
+    dry = fifty.carry("rebase", "demo", "--onto", "main", "--dry-run", "--json")
+    assert dry.code == 1, dry.err
+    (r,) = json.loads(dry.out)
+    p = {x["file"]: x for x in r["patches"]}
+    assert p[one]["cause"] == {"sha": fifty.causes["0001"], "subject": "Retune h3 (#1020)",
+                               "pr": 1020}
+    assert p[four]["cause"] == {"sha": fifty.causes["0004"], "subject": "Rework h15 (#1035)",
+                                "pr": 1035}
+    assert (p[three]["cause"], p[three]["builds_on"]) == (None, one)
+    assert p[one]["builds_on"] == p[four]["builds_on"] == ""
+    assert [w["file"] for w in r["why"]] == [one, four, three]
+    assert [w["status"] for w in r["why"]] == ["conflict", "would-conflict", "would-conflict"]
+
+    res = fifty.carry("rebase", "demo", "--onto", "main")
+    assert res.code == 1, res.err
+    lines = res.out.splitlines()
+    want = [f"main: 0001 conflicts since upstream {fifty.causes['0001'][:12]} "
+            "'Retune h3 (#1020)'",
+            f"main: 0004 would conflict since upstream {fifty.causes['0004'][:12]} "
+            "'Rework h15 (#1035)'",
+            "main: 0003 builds on 0001, which conflicts"]
+    at = [next(i for i, line in enumerate(lines) if line.strip() == w) for w in want]
+    assert at == sorted(at)  # root conflicts first, then the one that builds on a root
+
+
+def test_after_skip_the_dependent_patch_names_the_skipped_one_and_status_shows_why(
+        fifty: Fifty) -> None:
+    assert fifty.carry("rebase", "demo", "--onto", "main").code == 1
+    res = fifty.carry("rebase", "--skip")
+    assert res.code == 1, res.err
+    assert "CONFLICT in 0003-" in res.out
+    root = res.out.index(f"main: 0004 would conflict since upstream "
+                         f"{fifty.causes['0004'][:12]} 'Rework h15 (#1035)'")
+    dep = res.out.index("main: 0003 builds on 0001, which was skipped")
+    assert root < dep
+
+    status = fifty.carry("status", "demo")
+    assert status.code == 0, status.err
+    assert "    why: 0004 would conflict since upstream" in status.out
+    assert status.out.index("why: 0004") < status.out.index(
+        "why: 0003 builds on 0001, which was skipped")
+    data = json.loads(fifty.carry("status", "demo", "--json").out)
+    (stopped,) = data["series"][0]["stopped"]
+    assert stopped["why"][1] == "0003 builds on 0001, which was skipped"
+
+    # --continue with 0003 resolved: its forecast is replayed for real, 0004 still conflicts
+    # with the same cause, and nothing stale is left on 0003.
+    assert fifty.carry("rebase", "--continue").code == 1  # the worktree, asked for
+    wt = Path(json.loads((fifty.up.path / ".git/carry/rebase/demo/main.json").read_text())
+              ["worktree"])
+    (wt / "src" / "util.py").write_text(_resolved(wt))
+    git(wt, "add", "src/util.py")
+    res = fifty.carry("rebase", "--continue")
+    assert res.code == 1 and "CONFLICT in 0004-" in res.out, res.out + res.err
+    assert f"main: 0004 conflicts since upstream {fifty.causes['0004'][:12]}" in res.out
+    state = json.loads((fifty.up.path / ".git/carry/rebase/demo/main.json").read_text())
+    three = state["patches"][2]
+    assert three["status"] == "applied" and three["builds_on"] == "0001-Tune-h3.patch"
+
+
+def test_a_forecast_conflict_that_applies_after_continue_keeps_no_why(fifty: Fifty) -> None:
+    assert fifty.carry("rebase", "demo", "--onto", "main").code == 1
+    state_file = fifty.up.path / ".git/carry/rebase/demo/main.json"
+    assert fifty.carry("rebase", "--continue").code == 1  # the worktree, asked for
+    wt = Path(json.loads(state_file.read_text())["worktree"])
+    (wt / "src" / "util.py").write_text(_resolved(wt))  # 0001 keeps its h3 = 33
+    git(wt, "add", "src/util.py")
+    res = fifty.carry("rebase", "--continue")
+    assert res.code == 1 and "CONFLICT in 0004-" in res.out, res.out + res.err
+    assert "builds on" not in res.out  # 0003 applied on 0001's resolved lines
+    three = json.loads(state_file.read_text())["patches"][2]
+    assert (three["status"], three["cause"], three["builds_on"]) == ("applied", None, "")
+
+
+def _resolved(wt: Path) -> str:
+    """The conflicted util.py with every conflict taken as the patch's lines."""
+    out, keep = [], True
+    for line in (wt / "src" / "util.py").read_text().splitlines(keepends=True):
+        if line.startswith(("<<<<<<<", "|||||||")):
+            keep = False
+        elif line.startswith("======="):
+            keep = True
+        elif not line.startswith(">>>>>>>") and keep:
+            out.append(line)
+    return "".join(out)
+
+
+def test_bisection_costs_about_log2_n_merges_and_a_rerun_none(
+        fifty: Fifty, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Counted, not timed: every merge carry runs is traced by $CARRY_TRACE_MERGES."""
+    s = seriesmod.find(fifty.root, "demo")
+    repo = Repo.open(fifty.up.path)
+    trace = tmp_path / "merges.txt"
+    kept = fifty.up.path / ".git" / "carry" / "why"
+    try:
+        steps = replay(s, repo, "main").patches
+        assert [x.status for x in steps] == ["conflict", "pending", "would-conflict",
+                                             "would-conflict"]
+        # the replay's forecast kept what each conflict builds on (whatever the target: 3)
+        # and each root's cause on this target (2)
+        assert len(list(kept.iterdir())) == 5
+        shutil.rmtree(kept)
+        monkeypatch.setenv("CARRY_TRACE_MERGES", str(trace))
+        why.annotate(repo, steps, fifty.up.rev("main"))
+        merges = len(trace.read_text().splitlines())
+        # two roots: the bisection over the commits that touch src/util.py (most of the
+        # 50) and the check at the target, at most two merges a probe; 0003 takes 0001 out
+        # and tries (1), 0004 takes 0003 and 0001 out and tries after each (2)
+        touching = int(git(fifty.up.path, "rev-list", "--count", "base..main", "--",
+                           "src/util.py"))
+        assert touching > 35
+        probes = math.ceil(math.log2(touching + 1)) + 1
+        assert 0 < merges <= 2 * 2 * probes + 1 + 2, merges
+        assert steps[0].cause and steps[0].cause["sha"] == fifty.causes["0001"]
+        first = [(x.cause, x.builds_on) for x in steps]
+
+        trace.unlink()
+        why.annotate(repo, steps, fifty.up.rev("main"))  # asked again: from .git/carry/why
+        assert not trace.exists()
+        assert [(x.cause, x.builds_on) for x in steps] == first
+        for entry in kept.iterdir():  # a damaged entry is worked out again
+            entry.write_bytes(entry.read_bytes().replace(b"1020", b"1021"))
+        why.annotate(repo, steps, fifty.up.rev("main"))
+        assert trace.exists() and [(x.cause, x.builds_on) for x in steps] == first
+    finally:
+        repo.close()
+
+
+def test_ci_summary_and_tracking_issue_say_why_roots_first(fifty: Fifty, tmp_path: Path) -> None:
+    from tests import github_server
+
+    gh = github_server.start(TOKEN)
+    try:
+        gh.state.repo(FORK)
+        env = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": gh.url}
+        res = run_carry("ci", "run", "demo", "main", "--ref", "main", "--repo",
+                        str(fifty.up.path), "--engine", "local", "--ledger",
+                        str(tmp_path / "ledger.json"), "--out", str(tmp_path / "out"),
+                        "--track-issues", "--series-dir", str(fifty.root), "--json", env=env)
+        assert res.code == 1, res.out + res.err
+        assert TOKEN not in res.out + res.err
+        (row,) = json.loads(res.out)["rows"]
+        assert [w["file"][:4] for w in row["why"]] == ["0001", "0004", "0003"]
+        summary = (tmp_path / "out" / "summary.md").read_text()
+        root = f"<br>why: 0001 conflicts since upstream {fifty.causes['0001'][:12]} "
+        assert root + "'Retune h3 (#1020)'" in summary
+        assert summary.index(root) < summary.index("<br>why: 0004 would conflict") < \
+            summary.index("<br>why: 0003 builds on 0001, which conflicts")
+        (issue,) = gh.state.repos[FORK].issues.values()
+        body = issue.body
+        assert "## Why" in body
+        assert f"- 0001 conflicts since upstream {fifty.causes['0001'][:12]} " \
+               "'Retune h3 (#1020)'" in body
+        assert body.index("- 0004 would conflict") < body.index("- 0003 builds on 0001")
+    finally:
+        gh.stop()
+
+
+def test_pr_number_from_squash_and_merge_subjects() -> None:
+    assert why.pr_number("[Core] Rename foo (#1234)") == 1234
+    assert why.pr_number("Merge pull request #77 from a/b") == 77
+    assert why.pr_number("Fix (#12) in the middle") is None
+    assert why.pr_number("No number") is None
+
+
+def test_a_damaged_why_in_the_saved_state_is_refused_in_one_line(fifty: Fifty) -> None:
+    assert fifty.carry("rebase", "demo", "--onto", "main").code == 1
+    path = fifty.up.path / ".git/carry/rebase/demo/main.json"
+    state = json.loads(path.read_text())
+    older = json.loads(path.read_text())
+    for p in older["patches"]:  # a state written before these fields existed still reads
+        del p["cause"], p["builds_on"]
+    path.write_text(json.dumps(older))
+    assert fifty.carry("status", "demo").code == 0
+    state["patches"][0]["cause"] = {"sha": "zz", "subject": 1, "pr": "x"}
+    path.write_text(json.dumps(state))
+    res = fifty.carry("rebase", "--skip")
+    assert res.code == 2 and "Traceback" not in res.err
+    assert "cause or builds_on" in res.err and len(res.err.strip().splitlines()) <= 2

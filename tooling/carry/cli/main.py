@@ -1,0 +1,92 @@
+"""The `carry` entry point: every command module registers on `cli.app.app` when imported
+here, and every error becomes one line and an exit code."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import typer
+
+from carry.base.errors import CarryError, MissingRef
+from carry.cli.app import app
+
+# Each command module registers its commands on `app` when imported, in this order, which is
+# the order `carry --help` lists them in.
+COMMAND_MODULES = ("intake", "trailers", "rebase", "validate", "publish", "ci", "start",
+                   "series")
+for _module in COMMAND_MODULES:
+    importlib.import_module(f"carry.cli.{_module}")
+
+
+def _only_the_command_run(args: list[str]) -> None:
+    """Keep on `app` only the command this run names first: typer builds the click parameters
+    of every registered command on each start (a signature and its annotations each, about a
+    dozen ms for all of them), and a run uses one. A run that starts with an option (--help,
+    --version), names a group or no known command keeps them all. The app has a callback, so
+    it stays a group: the command's name is still parsed as one. `main` runs once a process,
+    so the app it trims is never asked for another command."""
+    from typer.main import get_command_name
+
+    if not args or args[0].startswith("-"):
+        return
+    mine = [c for c in app.registered_commands if args[0] == (
+        c.name or get_command_name(c.callback.__name__ if c.callback else ""))]
+    if len(mine) == 1:
+        app.registered_commands[:] = mine
+        app.registered_groups[:] = []
+
+
+def _fail(exc: CarryError) -> None:
+    if isinstance(exc, MissingRef):  # read from the wrong repository? say --repo
+        import contextlib
+
+        from carry.cli import where
+
+        with contextlib.suppress(CarryError):
+            where.explain(exc)
+    print(f"carry: error: {exc.line()}", file=sys.stderr)
+    if "--json" in sys.argv[1:]:  # a script reading stdout gets the error there too
+        import json
+
+        print(json.dumps({"error": " ".join(str(exc).split()), "hint": exc.hint,
+                          "exit": exc.exit_code}))
+    sys.exit(exc.exit_code)
+
+
+def main() -> None:
+    # typer 0.28 (pinned in pyproject) vendors click, so `click` itself need not be installed.
+    from typer._click.exceptions import ClickException
+
+    from carry.base import redact
+
+    redact.register_env()
+    redact.register_argv(sys.argv[1:])  # --repo https://x:TOKEN@host, --token-env NAME
+    sys.stdout = redact.Scrubbed(sys.stdout)
+    sys.stderr = redact.Scrubbed(sys.stderr)
+    _only_the_command_run(sys.argv[1:])
+    try:
+        code = app(standalone_mode=False)
+    except CarryError as exc:
+        _fail(exc)
+    except ClickException as exc:
+        # One line, as every other error: click's usage block is what --help is for.
+        print(f"carry: error: {' '.join(exc.format_message().split())} "
+              "(hint: carry --help, or carry COMMAND --help)", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(130)
+    except KeyboardInterrupt:
+        print("carry: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except OSError as exc:
+        # A path the user gave that the system refuses (--out /dev/null/x, a full disk).
+        where = f"{exc.filename}: " if exc.filename else ""
+        _fail(CarryError(f"{where}{exc.strerror or exc}"))
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback
+        if os.environ.get("CARRY_DEBUG"):
+            raise
+        _fail(CarryError(f"internal error: {type(exc).__name__}: {exc}",
+                         hint="CARRY_DEBUG=1 shows where; please report it"))
+    sys.exit(code if isinstance(code, int) else 0)

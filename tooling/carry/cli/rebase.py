@@ -1,0 +1,121 @@
+"""`carry rebase` and `carry range-diff`: parse, call, print; the work is in
+`carry.rebase`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from carry.cli.app import (
+    Json,
+    Name,
+    RepoPath,
+    SeriesDir,
+    _branch,
+    _repo,
+    _root,
+    app,
+)
+
+Refs = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+    "--onto", help="A branch, tag or commit to rebase onto; repeat for several.")]
+Targets = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+    "--target", help="A target name from the manifest; repeat. Default: every target.")]
+Flag = typer.Option
+
+
+@app.command()
+def rebase(
+    name: Annotated[Optional[str], typer.Argument(  # noqa: UP045
+        help="The series; optional with --continue, --skip or --abort.")] = None,
+    repo: RepoPath = None,
+    onto: Refs = None,
+    target: Targets = None,
+    branch: Annotated[Optional[str], Flag(  # noqa: UP045
+        callback=_branch, help="Branch to write (default: carry/NAME/TARGET).")] = None,
+    refresh: Annotated[bool, Flag(
+        help="Write the result back as the next version of series/NAME, tagged but not "
+             "committed: commit it after (git add series/NAME && git commit; the command "
+             "is printed).")] = False,
+    fetch: Annotated[bool, Flag(help="Fetch the manifest's remotes first.")] = False,
+    dry_run: Annotated[bool, Flag("--dry-run", help="Report only; write no ref.")] = False,
+    force: Annotated[bool, Flag(help="Move a --branch that carry did not write last.")] = False,
+    continue_: Annotated[bool, Flag(
+        "--continue", help="Go on after a resolved conflict (with --refresh, then commit "
+                           "series/NAME as printed).")] = False,
+    skip: Annotated[bool, Flag("--skip", help="Leave the conflicting patch out.")] = False,
+    abort: Annotated[bool, Flag("--abort", help="Undo the stopped rebase.")] = False,
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """Replay the series onto its targets, dropping merged patches.
+
+    No worktree is used: a conflict stops the rebase with every later conflict foreseen, to
+    be resumed with --skip (which needs no worktree), --continue or --abort. --continue at a
+    stop with no worktree yet makes it (../REPO.carry/NAME/TARGET) and stays stopped for the
+    resolution; once made, it follows the rebase from stop to stop. With --refresh the
+    result is written to series/NAME as its next version, which you then commit in the
+    series checkout: git add series/NAME && git commit -m "NAME vN" (printed with real paths).
+
+    Example: carry rebase my-fix --repo ../vllm --target upstream-main --dry-run
+    """
+    from carry.cli import reports
+    from carry.cli.where import repo_path
+    from carry.git import Repo
+    from carry.rebase import command as rebasemod
+    from carry.rebase import resume
+    from carry.series import locks
+    from carry.series import store as series
+
+    opts = rebasemod.Options(onto=onto or [], targets=target or [], branch=branch,
+                             refresh=refresh, fetch=fetch, dry_run=dry_run, force=force)
+    where = repo_path(repo, _root(series_dir), [name] if name else [],
+                      resuming=continue_ or skip or abort)
+    assert where is not None  # needed: repo_path raises rather than give none
+    git_repo, root, name = resume.locate(Repo.open(where), series_dir, name, opts,
+                                         continue_, skip, abort)
+    with locks.for_rebase(root, name, git_repo, dry_run):
+        outcome = rebasemod.command(series.find(root, name), git_repo, opts,
+                                    continue_=continue_, skip=skip, abort_=abort)
+    reports.show_rebase(outcome, json, git_repo, str(root))
+    raise typer.Exit(rebasemod.exit_code(outcome))
+
+
+@app.command("range-diff")
+def range_diff(
+    name: Name,
+    old: Annotated[str, typer.Argument(help="The old version: vN, or 'current'.")],
+    new: Annotated[Optional[str], typer.Argument(  # noqa: UP045
+        help="The new version (default: current).")] = None,
+    repo: RepoPath = None,
+    against: Annotated[Optional[str], Flag(  # noqa: UP045
+        help="Compare OLD with a branch instead: BASE..HEAD, or a rebased ref.")] = None,
+    creation_factor: Annotated[Optional[int], Flag(  # noqa: UP045
+        "--creation-factor", min=0, metavar="PERCENT",
+        help="git's --creation-factor (default 60): raise it to pair a patch with a much "
+             "changed version of itself instead of showing one removed and one added.")] = None,
+    patch: Annotated[bool, Flag(
+        "--patch/--no-patch", " /-s",
+        help="Show the inner diff of each changed patch (the default), in the text and in "
+             "--json's pairs; --no-patch (-s) lists the pairs only.")] = True,
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """Compare two versions of the series with git range-diff.
+
+    Each changed patch is shown with the diff between its two versions, as git shows it.
+
+    Example: carry range-diff my-fix v1 v2 --repo ../vllm --creation-factor 90
+    """
+    from carry.cli import reports
+    from carry.git import Repo
+    from carry.rebase import rangediff
+    from carry.series import store as series
+
+    root = _root(series_dir)
+    found = series.find(root, name)
+    opts = rangediff.Options(not json and sys.stdout.isatty(), creation_factor, patch)
+    result = rangediff.run(found, Repo.open(_repo(repo, root, name)), old, new, against, opts)
+    reports.show_range_diff(result, json)

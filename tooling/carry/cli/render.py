@@ -1,0 +1,93 @@
+"""Printing results: JSON for machines, plain lines (rich tables on a terminal) for people,
+progress on stderr."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from carry.base import notes
+from carry.base.data import to_data
+
+
+def emit_json(obj: Any) -> None:
+    json.dump(to_data(obj), sys.stdout, indent=2, sort_keys=False)
+    sys.stdout.write("\n")
+
+
+@functools.cache
+def console() -> Any:
+    """One Console for the whole run: making one looks up the terminal and the environment,
+    which per printed line cost more than the line."""
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True, markup=False)
+
+
+def table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    """A rich table on a terminal; plain aligned columns when piped, so that nothing wraps
+    mid-word and no box characters reach logs or `grep`."""
+    if not sys.stdout.isatty():
+        return _plain_table(title, columns, rows)
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    for i, c in enumerate(columns):
+        # The first column names things (series, targets): keep it whole for copy and paste.
+        t.add_column(c, overflow="fold", no_wrap=i == 0)
+    for r in rows:
+        t.add_row(*r)
+    console().print(t)
+
+
+def _plain_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(str(r[i])) for r in [columns, *rows]) for i in range(len(columns))]
+    out = [title] if title else []
+    for r in [columns, *rows]:
+        out.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    sys.stdout.write("\n".join(out) + "\n")
+
+
+def human_date(raw: str) -> str:
+    """git's raw `1710000000 -0700` as `2024-03-09 09:00 -0700` (the author's own clock)."""
+    import datetime as dt
+
+    try:
+        secs, tz = raw.split()
+        sign = -1 if tz.startswith("-") else 1
+        offset = dt.timedelta(hours=int(tz[1:3]), minutes=int(tz[3:5])) * sign
+        when = dt.datetime.fromtimestamp(int(secs), dt.timezone(offset))
+    except (ValueError, IndexError, OverflowError, OSError):  # a date no calendar holds
+        return raw
+    return when.strftime("%Y-%m-%d %H:%M ") + tz
+
+
+warn = notes.warn
+
+
+# What rich dropped from a printed line before plain lines stopped going through it: bell,
+# backspace, vertical tab, form feed and carriage return, which move the cursor over output.
+_CONTROL = dict.fromkeys((7, 8, 11, 12, 13))
+
+
+def say(text: str) -> None:
+    """A line for people on stdout, written as it is: importing rich and passing every line
+    through a Console cost a command that prints 50 lines more than its own work, and it
+    turned `:name:` in a commit subject into an emoji."""
+    sys.stdout.write(text.translate(_CONTROL) + "\n")
+
+
+def progress(label: str) -> Callable[[int, int, str], None] | None:
+    """A one-line counter on stderr when it is a terminal; silent for pipes and CI logs."""
+    if not sys.stderr.isatty():
+        return None
+
+    def update(i: int, n: int, what: str) -> None:
+        end = "\n" if i == n else ""
+        sys.stderr.write(f"\r\033[K{label} {i}/{n} {what}"[:200] + end)
+        sys.stderr.flush()
+
+    return update

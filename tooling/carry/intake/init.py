@@ -1,0 +1,124 @@
+"""`carry init`: a manifest a new series can rebase, validate and open a PR from.
+
+It reads what it can from a local clone: which remote is upstream and which the fork (by
+their URLs), upstream's default branch, the newest release tag pattern and the fork's dev
+branch. What it cannot learn it leaves as a comment, never as a guess that looks like a fact.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from carry.base import redact
+from carry.base.errors import CarryError
+from carry.git import Repo
+from carry.series import locks
+from carry.series import store as seriesmod
+from carry.series.store import Base, Manifest, Repository, Target
+
+
+@dataclass
+class InitResult:
+    series: str
+    path: str
+    upstream: dict[str, str]
+    fork: dict[str, str]
+    base: dict[str, str]
+    targets: list[dict[str, object]]
+    notes: list[str] = field(default_factory=list)
+    repo: str = ""
+
+
+def remote_for(repo: Repo | None, slug: str) -> tuple[str, str]:
+    """(remote name, url) of the remote whose URL names OWNER/REPO, if --repo has one."""
+    if repo is None:
+        return "", ""
+    want = slug.lower()
+    for name, url in repo.remote_urls().items():
+        path = re.sub(r"\.git/?$", "", url.rstrip("/")).lower()
+        if path.endswith("/" + want) or path.endswith(":" + want):
+            return name, url
+    return "", ""
+
+
+def _default_branch(repo: Repo | None, remote: str) -> str:
+    if repo is None or not remote:
+        return "main"
+    name = repo.remote_default(remote)
+    if name:
+        return name
+    for cand in ("main", "master"):
+        if repo.ref_exists(f"refs/remotes/{remote}/{cand}"):
+            return cand
+    return "main"
+
+
+def _dev_branch(repo: Repo | None, remote: str, given: str) -> str:
+    """The fork's integration branch: --dev-branch, else its most recently committed `dev/*`."""
+    if given or repo is None or not remote:
+        return given
+    refs = repo.for_each_ref(f"refs/remotes/{remote}/dev/", "%(committerdate:unix) %(refname)")
+    newest = sorted(refs, key=lambda line: int(line.split()[0]), reverse=True)
+    return newest[0].split()[1].removeprefix(f"refs/remotes/{remote}/") if newest else ""
+
+
+def build(name: str, upstream: str, fork: str, repo: Repo | None, dev_branch: str = "",
+          base_ref: str = "", title: str = "", releases: int = 1) -> tuple[Manifest, list[str]]:
+    for flag, slug in (("--upstream", upstream), ("--fork", fork)):
+        seriesmod.check_repo(slug, flag)
+    notes: list[str] = []
+    up_remote, up_url = remote_for(repo, upstream)
+    fork_remote, fork_url = remote_for(repo, fork)
+    up_url, fork_url = redact.strip_url(up_url), redact.strip_url(fork_url)
+    if repo is not None and not up_remote:
+        notes.append(f"no remote of {repo.path} points at {upstream}; assumed remote 'upstream'")
+    if repo is not None and not fork_remote:
+        notes.append(f"no remote of {repo.path} points at {fork}; assumed remote 'fork'")
+    up_remote, fork_remote = up_remote or "upstream", fork_remote or "fork"
+    main = _default_branch(repo, up_remote)
+    dev = _dev_branch(repo, fork_remote, dev_branch)
+    targets = [Target(name="upstream-main", ref=f"{up_remote}/{main}", kind="main")]
+    tags = repo.version_tags("v*") if repo is not None else []
+    if tags or repo is None:
+        targets.append(Target(name="upstream-release", tags="v*", latest=releases, kind="release"))
+    else:
+        notes.append(f"no v* tags in {repo.path}; no release target (fetch tags, then add one)")
+    if dev:
+        targets.append(Target(name="fork-dev", ref=f"{fork_remote}/{dev}", kind="dev"))
+    else:
+        notes.append("no dev/* branch found on the fork; pass --dev-branch to target one")
+    base = base_ref or (f"{fork_remote}/{dev}" if dev else f"{up_remote}/{main}")
+    commit = (repo.try_rev_parse(base) or "") if repo is not None else ""
+    if repo is not None and not commit:
+        notes.append(f"base {base} does not resolve in {repo.path} yet; `import` records it")
+    manifest = Manifest(
+        name=name, title=title or name,
+        upstream=Repository(repo=upstream, url=up_url or f"https://github.com/{upstream}.git",
+                            remote=up_remote, branch=main),
+        fork=Repository(repo=fork, url=fork_url or f"https://github.com/{fork}.git",
+                        remote=fork_remote, branch=dev),
+        base=Base(ref=base, commit=commit), targets=targets)
+    return manifest, notes
+
+
+def run(root: Path, name: str, upstream: str, fork: str, repo_path: str | None,
+        dev_branch: str = "", base_ref: str = "", title: str = "") -> InitResult:
+    seriesmod.check_name(name)
+    if root.exists() and not root.is_dir():
+        raise CarryError(f"--series-dir {root} is not a directory")
+    with locks.series_lock(root, name):
+        if (root / name / seriesmod.MANIFEST).exists():
+            raise CarryError(f"series {name!r} already exists in {root}",
+                             hint=f"edit {root / name / seriesmod.MANIFEST}, or pick another name")
+        repo = Repo.open(repo_path) if repo_path else None
+        try:
+            manifest, notes = build(name, upstream, fork, repo, dev_branch, base_ref, title)
+        finally:
+            if repo is not None:
+                repo.close()
+        seriesmod.write_series(root / name, manifest, {})
+    return InitResult(name, str(root / name), vars(manifest.upstream), vars(manifest.fork),
+                      vars(manifest.base), [vars(t) for t in manifest.targets], notes,
+                      str(repo.path) if repo is not None else "")

@@ -1,0 +1,285 @@
+"""Closing the loop after a CI cell (opt-in): a clean result on a release or dev target
+refreshes the series, pushes it and opens or updates its one PR (through `carry pr`); a
+conflict opens or updates one tracking issue per (series, target), and so do failing tests
+(failing.py); a later clean run closes it with a comment. At most `open_limit` PRs and
+issues are opened per run; the rest wait for a later one. Every GitHub request goes through
+`forge.py`. Only the PRs and issues the token's own account opened are the loop's
+(owned.py): an issue someone else opened with the tracking marker is never edited or closed.
+
+`--dry-run` reads (to tell "open" from "update") and writes nothing: no series version, no
+ref, no push, no request that writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING
+
+from carry.base.errors import CarryError
+from carry.git import Repo
+from carry.job import failing, tracking
+from carry.publish import github as forgemod
+from carry.publish import owned
+from carry.series import store as seriesmod
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from carry.job.cells import Row
+    from carry.replay.engine import TargetResult
+
+
+@dataclass(kw_only=True)
+class Options:
+    open_pr: bool = False
+    track_issues: bool = False
+    dry_run: bool = False
+    forge_repo: str | None = None  # default: the manifest's [fork].repo
+    base: str | None = None  # the PR's base branch; default: [fork].branch, else main
+    remote: str | None = None  # default: the manifest's [fork].remote, else origin
+    api_url: str | None = None
+    token_env: str | None = None  # default: $GH_TOKEN, then $GITHUB_TOKEN (forge.py)
+    max_wait: float = forgemod.DEFAULT_MAX_WAIT
+    open_limit: int = 0  # at most this many PRs and issues opened per run; 0: no limit
+    dashboard: bool = False  # keep the dashboard issue (steer.py)
+
+    @property
+    def enabled(self) -> bool:
+        return self.open_pr or self.track_issues or self.dashboard
+
+    @property
+    def access(self) -> forgemod.Access:
+        return forgemod.Access(self.api_url, self.token_env, self.max_wait)
+
+
+@dataclass
+class Action:
+    series: str
+    target: str
+    ref: str
+    kind: str  # pr | issue
+    action: str  # opened | updated | closed | unchanged | skipped | failed | waiting | would-...
+    number: int = 0
+    url: str = ""
+    note: str = ""
+
+
+@dataclass
+class _Context:
+    repo: Repo
+    opts: Options
+    _forge: forgemod.Forge | None = field(default=None, repr=False)
+    opened: dict[str, int] = field(default_factory=dict)  # series -> PRs and issues opened
+
+    def forge(self) -> forgemod.Forge:
+        if self._forge is None:
+            self._forge = self.opts.access.connect()
+        return self._forge
+
+    def room(self, s: seriesmod.Series) -> bool:
+        """Whether this run may open one more PR or issue: --open-limit bounds the run, the
+        manifest's [ci].open_limit the series (Renovate's prHourlyLimit, per run)."""
+        total, mine, cap = sum(self.opened.values()), self.opened.get(s.name, 0), \
+            s.manifest.ci.open_limit
+        return (not self.opts.open_limit or total < self.opts.open_limit) and (
+            not cap or mine < cap)
+
+    def took(self, s: seriesmod.Series) -> None:
+        self.opened[s.name] = self.opened.get(s.name, 0) + 1
+
+    def waiting_note(self, what: str) -> str:
+        return f"{what} opens on a later run: this one opened as many as it may"
+
+
+def forge_repo(s: seriesmod.Series, opts: Options) -> str:
+    name = opts.forge_repo or s.manifest.fork.repo
+    if not name or "/" not in name:
+        raise CarryError(f"the loop needs the GitHub repository of {s.name}: its manifest "
+                         "names no [fork].repo", hint="pass --forge-repo OWNER/NAME")
+    return name
+
+
+def check(s: seriesmod.Series, opts: Options) -> None:
+    """Before any validation runs: a missing repository or token is bad input (exit 2), not
+    a surprise after an hour of tests."""
+    if opts.enabled:
+        forge_repo(s, opts)
+        forgemod.token_from_env(opts.token_env)
+
+
+def run(root: Path, repo: Repo, rows: list[Row], opts: Options) -> list[Action]:
+    ctx = _Context(repo, opts)
+    actions: list[Action] = []
+    for row in rows:
+        if row.rebase not in ("applied", "conflict"):
+            continue  # skipped by the ledger, or the rebase itself failed: nothing to say
+        s = seriesmod.find(root, row.series)
+        name = row.target.split("@", 1)[0]
+        target = next((t for t in s.manifest.targets if t.name == name), None)
+        if target is None:
+            continue  # an ad-hoc --onto ref: no PR or issue belongs to it
+        clean = row.rebase == "applied" and row.validate.endswith("passed")
+        steps: list[partial[list[Action]]] = []
+        if row.rebase == "conflict" and opts.track_issues:
+            steps.append(partial(_track, ctx, s, name, row))
+        if row.rebase == "applied" and getattr(row, "failing", None) and opts.track_issues:
+            steps.append(partial(failing.track, ctx, s, name, row))
+        if clean and opts.open_pr:
+            steps.append(partial(_refresh_and_pr, ctx, s, target, row))
+        if clean and opts.track_issues:
+            steps.append(partial(_close, ctx, s, target, row))
+            steps.append(partial(failing.close, ctx, s, target, row))
+        for step in steps:
+            try:
+                actions += step()
+            except CarryError as exc:
+                actions.append(Action(s.name, name, row.ref, "loop", "failed",
+                                      note=exc.line()))
+    return actions
+
+
+# -- a clean result: refresh, push, one PR ----------------------------------------------------
+
+
+def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target,
+                    row: Row) -> list[Action]:
+    from carry.publish import pr as prmod
+    from carry.rebase import command as rebase
+    from carry.series import locks
+
+    act = Action(s.name, target.name, row.ref, "pr", "skipped")
+    if not (target.kind in ("release", "dev") or (not target.kind and target.tags)):
+        act.note = f"target {target.name} is not a release or dev target"
+        return [act]
+    base = s.manifest.base.commit
+    if base and base != row.onto and not ctx.repo.is_ancestor(base, row.onto):
+        act.note = (f"the series is on {base[:12]}, which {row.ref} does not contain; "
+                    "it is not moved back")
+        return [act]
+    branch = f"carry/{s.name}"
+    pr_base = ctx.opts.base or s.manifest.fork.branch or "main"
+    full = forge_repo(s, ctx.opts)
+    remote = ctx.opts.remote or s.manifest.fork.remote or "origin"
+    found = [p for p in prmod.find_open(ctx.forge(), full, [s.name]) if p.base == pr_base] \
+        if ctx.opts.dry_run or not ctx.room(s) else []
+    if not found and not ctx.room(s):  # no PR to update, and no room to open one
+        act.action, act.note = "waiting", ctx.waiting_note("its PR")
+        return [act]
+    if ctx.opts.dry_run:  # the PR `carry pr` would update: carry's, for this series alone
+        step = (f"refresh to version {s.manifest.version + 1} on {row.ref}, "
+                if base != row.onto else "")
+        if not found:
+            ctx.took(s)
+        act.action = "would-update" if found else "would-open"
+        act.number, act.url = (found[0].number, found[0].url) if found else (0, "")
+        act.note = f"would {step}push {branch} to {remote}, PR against {pr_base}"
+        return [act]
+    opts = rebase.Options(onto=[row.ref], branch=branch, refresh=base != row.onto)
+    with locks.for_rebase(s.root.parent, s.name, ctx.repo, dry_run=False):
+        s = seriesmod.find(s.root.parent, s.name)  # as it is now that no one else writes it
+        (result,) = rebase.run(s, ctx.repo, opts)
+    if result.status != "applied":
+        raise CarryError(f"refreshing {s.name} onto {row.ref}: {result.message or result.status}")
+    _keep_published(ctx.repo, result, f"refs/remotes/{remote}/{branch}")
+    fresh = seriesmod.find(s.root.parent, s.name)
+    done = prmod.run([fresh], ctx.repo, prmod.Request(
+        branch=branch, remote=remote, base=pr_base, forge_repo=full, access=ctx.opts.access,
+        report_path=row.report or None, draft=True,
+        push_token=forgemod.token_from_env(ctx.opts.token_env)))
+    act.action, act.number, act.url = done.action, done.number, done.url
+    if done.action == "opened":
+        ctx.took(s)
+    version = result.refreshed.get("version")
+    act.note = (f"series refreshed to version {version}; " if version else "") + \
+        f"pushed {branch} ({done.commit[:12]}) to {remote}"
+    return [act]
+
+
+def _keep_published(repo: Repo, result: TargetResult, published_ref: str) -> None:
+    """A CI runner starts from a fresh clone, with no local `carry/NAME` for the rebase to
+    find up to date: when the branch the loop published last holds this replay, the local
+    branch takes its commits, so nothing is pushed and the PR's head stays."""
+    from carry.replay.reuse import keep_existing
+
+    published, made = repo.try_rev_parse(published_ref), result.head
+    if published and published != made and keep_existing(repo, result, published):
+        repo.set_ref(result.branch, published, made,
+                     message=f"carry loop: {published_ref} already holds this replay")
+
+
+# -- tracking issues -------------------------------------------------------------------------
+
+
+def _find(ctx: _Context, full: str, series: str, target: str
+          ) -> list[tuple[forgemod.IssueInfo, dict[str, str]]]:
+    out = []
+    for issue in ctx.forge().repo(full).open_issues(tracking.MARK):
+        fields = tracking.matches(issue.body, series, target)
+        if fields is None:
+            continue
+        if owned.issue_is_mine(ctx.forge(), issue):
+            out.append((issue, fields))
+        else:
+            owned.ignore_issue(ctx.forge(), full, issue,
+                               f"carry's tracking marker for {series} on {target}")
+    return out
+
+
+def _track(ctx: _Context, s: seriesmod.Series, target: str, row: Row) -> list[Action]:
+    stop = row.stop
+    if stop is None:
+        raise CarryError(f"{s.name} conflicted on {row.ref} without a conflict report")
+    base = s.manifest.base.commit
+    report = tracking.ConflictReport(
+        s.name, target, row.ref, row.onto, base, stop.file, stop.subject, stop.author,
+        list(stop.paths), ctx.repo.commits_touching(base, row.onto, stop.paths) if base else [],
+        tracking.why_lines(row.why))
+    title, text = tracking.title(report), tracking.body(report)
+    full = forge_repo(s, ctx.opts)
+    act = Action(s.name, target, row.ref, "issue", "would-open" if ctx.opts.dry_run else "")
+    found = _find(ctx, full, s.name, target)
+    if found:
+        issue = found[0][0]
+        act.number, act.url = issue.number, issue.url
+        if len(found) > 1:
+            act.note = "also open: " + ", ".join(f"#{i.number}" for i, _ in found[1:])
+        if (issue.title, issue.body) == (title, text):
+            act.action = "unchanged"
+        elif ctx.opts.dry_run:
+            act.action = "would-update"
+        else:
+            ctx.forge().repo(full).edit_issue(issue.number, title=title, body=text)
+            act.action = "updated"
+    elif not ctx.room(s):
+        act.action, act.note = "waiting", ctx.waiting_note("its tracking issue")
+    elif not ctx.opts.dry_run:
+        made = ctx.forge().repo(full).create_issue(title, text)
+        ctx.took(s)
+        act.action, act.number, act.url = "opened", made.number, made.url
+    else:
+        ctx.took(s)  # a dry run counts what it would open
+    return [act]
+
+
+def _close(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target,
+           row: Row) -> list[Action]:
+    """A clean result closes the issue unless the conflict it tracks is on something newer
+    (two tag cells of one run finish in any order): a branch target's head is always the
+    newest, a tag's conflict is over when the clean commit contains it."""
+    full = forge_repo(s, ctx.opts)
+    out = []
+    for issue, fields in _find(ctx, full, s.name, target.name):
+        act = Action(s.name, target.name, row.ref, "issue", "would-close", issue.number,
+                     issue.url)
+        seen = fields.get("upstream", "")
+        if target.tags and ctx.repo.try_rev_parse(seen) and not ctx.repo.is_ancestor(
+                seen, row.onto):
+            act.action = "skipped"
+            act.note = f"left open: it tracks {fields.get('ref', seen)}, not contained in {row.ref}"
+        elif not ctx.opts.dry_run:
+            ctx.forge().repo(full).close_issue(issue.number,
+                                    tracking.closing_comment(s.name, row.ref, row.onto))
+            act.action = "closed"
+        out.append(act)
+    return out

@@ -1,0 +1,206 @@
+"""One GitHub repository as carry uses it: every endpoint carry calls, each going through its
+`Forge`'s error mapping and retry (`Forge._call`), each text it sends scrubbed first. A
+handle is cheap; the repository itself is read once per run, on its first request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from carry.base import redact
+from carry.publish.github import CommentInfo, Forge, IssueInfo, PullInfo
+
+WRITE = ("admin", "write")  # the legacy `permission` levels that can push (maintain reads write)
+
+
+@dataclass(frozen=True)
+class EditInfo:
+    """One revision of an issue's body: who made it (\"\" for a deleted account), when, and
+    the body it left."""
+
+    editor: str
+    at: str  # ISO 8601, UTC
+    body: str
+
+
+@dataclass
+class GitHubRepo:
+    forge: Forge
+    name: str  # owner/name
+    _gh: Any = field(repr=False, default=None)
+
+    def _gh_repo(self) -> Any:
+        return self.forge._repo(self.name)
+
+    # -- pulls -----------------------------------------------------------------------------
+
+    def open_pulls(self, base: str | None = None) -> list[PullInfo]:
+        repo = self._gh_repo()
+        kw = {"state": "open", "sort": "created", "direction": "asc"}
+        if base:
+            kw["base"] = base
+        return self.forge._call(f"pull requests of {self.name}",
+                          lambda: [_pull(p) for p in repo.get_pulls(**kw)])
+
+    def pull(self, number: int) -> PullInfo:
+        repo = self._gh_repo()
+        return self.forge._call(f"pull request {self.name}#{number}",
+                          lambda: _pull(repo.get_pull(number)))
+
+    def pull_commits(self, number: int) -> list[str]:
+        repo = self._gh_repo()
+        return self.forge._call(f"commits of {self.name}#{number}",
+                          lambda: [c.sha for c in repo.get_pull(number).get_commits()])
+
+    def create_pull(self, title: str, body: str, head: str, base: str,
+                    draft: bool) -> PullInfo:
+        repo = self._gh_repo()
+        return self.forge._call(
+            f"a new pull request in {self.name}",
+            lambda: _pull(repo.create_pull(title=redact.scrub(title), body=redact.scrub(body),
+                                           head=head, base=base, draft=draft)))
+
+    def edit_pull(self, number: int, **fields: str) -> PullInfo:
+        repo = self._gh_repo()
+
+        def edit() -> PullInfo:
+            pr = repo.get_pull(number)
+            pr.edit(**{k: redact.scrub(v) for k, v in fields.items()})
+            return _pull(repo.get_pull(number))
+
+        return self.forge._call(f"pull request {self.name}#{number}", edit)
+
+    def comments(self, number: int) -> list[CommentInfo]:
+        repo = self._gh_repo()
+        return self.forge._call(
+            f"comments of {self.name}#{number}",
+            lambda: [CommentInfo(c.id, c.body or "", c.user.login)
+                     for c in repo.get_issue(number).get_comments()])
+
+    def comment(self, number: int, body: str) -> CommentInfo:
+        repo = self._gh_repo()
+
+        def post() -> CommentInfo:
+            c = repo.get_issue(number).create_comment(redact.scrub(body))
+            return CommentInfo(c.id, c.body or "", c.user.login)
+
+        return self.forge._call(f"a comment on {self.name}#{number}", post)
+
+    def merge_sha(self, number: int) -> str:
+        """The commit a merged PR became on its base, from its `merged` event (the API version
+        carry speaks has no `merge_commit_sha` on a pull request)."""
+        repo = self._gh_repo()
+        return self.forge._call(
+            f"events of {self.name}#{number}",
+            lambda: next((e.commit_id or "" for e in repo.get_issue(number).get_events()
+                          if e.event == "merged"), ""))
+
+    def comments_since(self, since: str) -> list[tuple[int, CommentInfo]]:
+        """(issue or PR number, comment) for every comment of the repository written since
+        `since` (ISO 8601; "" for all), oldest first: one listing, not one per PR."""
+        import datetime as dt
+
+        repo = self._gh_repo()
+        kw: dict[str, Any] = {"sort": "created", "direction": "asc"}
+        if since:
+            kw["since"] = dt.datetime.strptime(since, "%Y-%m-%dT%H:%M:%SZ").replace(
+                tzinfo=dt.UTC)
+        return self.forge._call(
+            f"comments of {self.name}",
+            lambda: [(int(c.issue_url.rstrip("/").rsplit("/", 1)[1]),
+                      CommentInfo(c.id, c.body or "", c.user.login if c.user else ""))
+                     for c in repo.get_issues_comments(**kw)])
+
+    def delete_comment(self, number: int, comment_id: int) -> None:
+        repo = self._gh_repo()
+        self.forge._call(f"comment {comment_id} on {self.name}#{number}",
+                   lambda: repo.get_issue(number).get_comment(comment_id).delete())
+
+    def add_label(self, number: int, label: str) -> None:
+        repo = self._gh_repo()
+        self.forge._call(f"labels of {self.name}#{number}",
+                   lambda: repo.get_issue(number).add_to_labels(label))
+
+    # -- issues (the CI loop's tracking issues) -------------------------------------------
+
+    def open_issues(self, marker: str) -> list[IssueInfo]:
+        """Open issues (not pull requests) whose body holds `marker`; the caller parses it.
+        GitHub lists pull requests among issues, so they are left out here."""
+        repo = self._gh_repo()
+        return self.forge._call(
+            f"issues of {self.name}",
+            lambda: [_issue(i) for i in repo.get_issues(state="open", sort="created",
+                                                        direction="asc")
+                     if i.pull_request is None and marker in (i.body or "")])
+
+    def create_issue(self, title: str, body: str) -> IssueInfo:
+        repo = self._gh_repo()
+        return self.forge._call(f"a new issue in {self.name}",
+                          lambda: _issue(repo.create_issue(title=redact.scrub(title),
+                                                           body=redact.scrub(body))))
+
+    def edit_issue(self, number: int, **fields: str) -> None:
+        """One PATCH: the issue object is lazy, so nothing is read first."""
+        repo = self._gh_repo()
+        self.forge._call(f"issue {self.name}#{number}", lambda: repo.get_issue(number).edit(
+            **{k: redact.scrub(v) for k, v in fields.items()}))
+
+    def close_issue(self, number: int, comment: str) -> CommentInfo:
+        """Say why, then close: a reader of the closed issue sees the reason last."""
+        posted = self.comment(number, comment)
+        self.edit_issue(number, state="closed", state_reason="completed")
+        return posted
+
+    def body_edits(self, number: int, newest: int = 100) -> list[EditInfo]:
+        """The body's revisions, oldest first: empty while it was never edited, else the
+        created one and every edit. REST has no record of who edited a body (the issue events
+        and timeline have none), so this asks GraphQL's `userContentEdits`, which lists them
+        newest first; equal times keep that order, reversed."""
+        owner, name = self.name.split("/", 1)
+        query = ("query($owner: String!, $name: String!, $number: Int!, $first: Int!) { "
+                 "repository(owner: $owner, name: $name) { issue(number: $number) { "
+                 "userContentEdits(first: $first) { nodes { editedAt editor { login } diff } "
+                 "} } } }")
+        variables = {"owner": owner, "name": name, "number": number, "first": newest}
+
+        def ask() -> list[EditInfo]:
+            _, data = self.forge._gh.requester.graphql_query(query, variables)
+            if data.get("errors"):
+                raise ValueError(str(data["errors"][0].get("message", "")))
+            nodes = data["data"]["repository"]["issue"]["userContentEdits"]["nodes"]
+            got = [EditInfo((n["editor"] or {}).get("login") or "", str(n["editedAt"]),
+                            n["diff"] or "") for n in nodes]
+            order = sorted(range(len(got)), key=lambda i: (got[i].at, -i))
+            return [got[i] for i in order]
+
+        return self.forge._call(f"the edits of {self.name}#{number}", ask)
+
+    def can_write(self, login: str) -> bool:
+        """Whether `login` may push to the repository (GET .../collaborators/LOGIN/permission);
+        an account GitHub does not know may not."""
+        from github import UnknownObjectException
+
+        repo = self._gh_repo()
+
+        def ask() -> bool:
+            try:
+                return str(repo.get_collaborator_permission(login)) in WRITE
+            except UnknownObjectException:
+                return False
+
+        return self.forge._call(f"the permission of {login} on {self.name}", ask)
+
+def _issue(i: Any) -> IssueInfo:
+    return IssueInfo(number=i.number, title=i.title or "", body=i.body or "", state=i.state,
+                     url=i.html_url or "", author=i.user.login if i.user else "")
+
+
+def _pull(p: Any) -> PullInfo:
+    return PullInfo(
+        number=p.number, title=p.title or "", body=p.body or "", state=p.state,
+        draft=bool(p.draft), head=p.head.ref, head_sha=p.head.sha, base=p.base.ref,
+        author=p.user.login if p.user else "", url=p.html_url or "",
+        merged=p.merged_at is not None, labels=tuple(x.name for x in p.labels),
+        head_repo=p.head.repo.full_name if p.head.repo else "",
+        created=p.created_at.strftime("%Y-%m-%dT%H:%M:%SZ") if p.created_at else "",
+    )

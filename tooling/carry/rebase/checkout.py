@@ -1,0 +1,79 @@
+"""The conflict worktree of a stopped rebase (`../REPO.carry/NAME/TARGET`): one per series and
+target, made only when a maintainer asks to resolve in it (`--continue` at a stop that has
+none yet: on a tree of thousands of files a checkout costs seconds, and a loop that skips
+every stop needs none), then kept from one stop to the next and moved there in place (git
+writes only the files that differ, as `git cherry-pick --skip` does in its one worktree),
+and removed by `--abort` and by the finish."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from pathlib import Path
+
+from carry.git import GitError, Repo
+from carry.rebase import state as st
+from carry.replay.engine import Conflict, Replayed, TargetResult
+from carry.replay.targets import ResolvedTarget
+from carry.series.store import Series
+
+
+def stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarget,
+         branch: tuple[str, str | None], refresh: bool, done: Replayed,
+         make: bool = False) -> None:
+    """Save the state first, then put the stop in the conflict worktree it names: the one
+    kept from the last stop is moved here in place, and one is made only when `make` (the
+    maintainer asked for it with `--continue`). The state says `ready` only once the
+    worktree holds this stop, so a kill in between leaves a state whose `--continue` takes
+    nothing from a half-moved worktree (it moves it again) and whose `--abort` removes it."""
+    step = result.patches[done.stop or 0]
+    wt = st.worktree_path(repo, series.name, target.slug)
+    state = st.new(series.name, series.root, result, target, branch[0], branch[1],
+                   series.manifest.version if refresh else 0, "conflict", done.head,
+                   done.stop or 0, str(wt), done.paths, trial=done.trial)
+    path = st.state_path(repo, series.name, target.slug)
+    st.write(path, state)
+    if make or wt.exists():
+        state["paths"] = checkout(repo, wt, done.head, step.source) or done.paths
+        state["ready"] = True
+        st.write(path, state)
+    from carry.rebase.hints import hints
+
+    result.conflict = Conflict(step.file, step.subject, step.author, state["paths"],
+                               str(wt) if state["ready"] else "",
+                               hints(repo, series.manifest.base.commit, target.sha, step.file,
+                                     step.subject, state["paths"], series.manifest.upstream.repo))
+
+
+def checkout(repo: Repo, wt: Path, head: str, source: str) -> list[str]:
+    """`wt` at `head` with the stopping patch `source` cherry-picked into it, its conflicts
+    left for a human; returns the conflicted paths. A kept worktree is updated in place; one
+    that cannot be (not ours, a lock a kill left, a file in the cherry-pick's way) is made
+    again from nothing."""
+    if wt.exists():
+        with contextlib.suppress(GitError):
+            work = repo.worktree_reset(wt, head)
+            if work is not None:
+                try:
+                    return work.cherry_pick_no_commit(source)
+                finally:
+                    work.close()
+    remove(repo, wt, tidy=False)
+    wt.parent.mkdir(parents=True, exist_ok=True)
+    work = repo.worktree_add(wt, head)
+    try:
+        return work.cherry_pick_no_commit(source)
+    finally:
+        work.close()
+
+
+def remove(repo: Repo, wt: Path, tidy: bool = True) -> None:
+    """`tidy` also removes the emptied NAME/ and REPO.carry/ folders; a stop must not, since
+    other targets of the same run are making their worktrees there at the same time."""
+    if wt.exists():
+        repo.worktree_remove(wt)
+    shutil.rmtree(wt, ignore_errors=True)
+    repo.worktree_prune()
+    for empty in (wt.parent, wt.parent.parent) if tidy else ():
+        with contextlib.suppress(OSError):
+            empty.rmdir()

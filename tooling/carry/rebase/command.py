@@ -1,0 +1,397 @@
+"""`carry rebase`: the command over the replay engine (`carry.replay`): which branches a
+rebase may write, the saved state that makes a stop resumable, `--continue`, `--skip` and
+`--abort`, and `--refresh`.
+
+Nothing a user sees moves until the end: every target's branch moves in one `update-ref`
+transaction, bracketed by `finishing` states, and only when its patches all applied. With
+`--refresh` the new series version is written inside that bracket too, so a `kill -9` at
+any point leaves states that `--continue` finishes and `--abort` undoes, branch and series
+together.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from carry.base import atomic, scratch
+from carry.base.errors import CarryError
+from carry.git import GitError, Ident, RefUpdate, Repo
+from carry.rebase import state as st
+from carry.rebase import trial as trialmod
+from carry.rebase.checkout import remove as _remove_worktree
+from carry.rebase.checkout import stop as _stop
+from carry.replay import rerere
+from carry.replay import targets as targetmod
+from carry.replay.engine import (
+    Conflict,
+    Replayed,
+    TargetResult,
+    forecast,
+    replay_target,
+    run_steps,
+)
+from carry.replay.resolution import record, take_recorded, take_resolution
+from carry.replay.reuse import keep_existing
+from carry.replay.targets import ResolvedTarget
+from carry.series.store import Series
+
+if TYPE_CHECKING:
+    from carry.replay.chain import Carried
+
+
+@dataclass(kw_only=True)
+class Options:
+    onto: list[str] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
+    branch: str | None = None
+    refresh: bool = False
+    fetch: bool = False
+    dry_run: bool = False
+    force: bool = False
+
+
+@dataclass
+class Aborted:
+    series: str
+    target: str
+    branch: str
+    restored: bool
+    worktree: str
+    series_restored: bool = False
+
+
+def in_progress(repo: Repo, series: str) -> list[dict[str, Any]]:
+    return st.in_progress(repo, series)
+
+
+# -- a new rebase -------------------------------------------------------------------------------
+
+
+def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
+    if opts.fetch:
+        targetmod.fetch(series, repo)
+    tlist = targetmod.resolve(series, repo, opts.onto, opts.targets)
+    rerere.load(series.root)  # a damaged resolution is bad input, before any replay
+    if opts.refresh and len(tlist) != 1:
+        raise CarryError(f"--refresh writes one new version, but {len(tlist)} targets were "
+                         "given", hint="pick one with --onto or --target")
+    if opts.branch and len(tlist) != 1:
+        raise CarryError("--branch names one branch, but several targets were given")
+    for t in tlist:
+        if st.state_path(repo, series.name, t.slug).exists():
+            raise CarryError(f"a rebase of {series.name} onto {t.name} is already in progress "
+                             f"in {repo.path}", hint="carry rebase --continue, --skip or --abort")
+    branches = {t.slug: repo.claim_branch(opts.branch or f"carry/{series.name}/{t.slug}",
+                                          opts.force) for t in tlist}
+    from carry.replay.chain import load_chain  # not on a resume's path
+
+    base, carried = load_chain(series, repo)
+    committer = repo.committer_ident()
+    results, finishing = [], []
+    for t, done in zip(tlist, _replay_all(series, repo, base, carried, tlist, committer),
+                       strict=True):
+        if isinstance(done, str):
+            results.append(TargetResult(series.name, t.name, t.ref, t.sha, "failed", "", [],
+                                        message=done))
+            continue
+        r = done.result
+        r.branch, r.dry_run = branches[t.slug][0], opts.dry_run
+        results.append(r)
+        if done.stop is not None and opts.dry_run:
+            s = r.patches[done.stop]
+            r.conflict = Conflict(s.file, s.subject, s.author, done.paths, "")
+        elif done.stop is not None:
+            _stop(series, repo, r, t, branches[t.slug], opts.refresh, done)
+        elif not opts.dry_run:
+            keep_existing(repo, r, branches[t.slug][1])
+            finishing.append((t, r))
+    if finishing:
+        _finish(series, repo, finishing, branches, opts.refresh)
+    return results
+
+
+def _replay_all(series: Series, repo: Repo, base: str, carried: list[Carried],
+                tlist: list[ResolvedTarget], committer: Ident) -> list[Replayed | str]:
+    """Each target's replay, in a process of its own up to the core count: the tree work is
+    Python, and threads would share one core (a failure is its one-line message). The first
+    target runs here, on this process's warm object cache, while workers take the rest."""
+    jobs = [(series, repo.path, base, carried, t, committer) for t in tlist]
+    workers = min(len(tlist), os.cpu_count() or 1) - 1
+    if workers < 1:
+        return [_replay_one(job, repo) for job in jobs]
+    import multiprocessing  # here: a resume, which replays one target, never loads them
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=scratch.tie_to_parent,
+                             initargs=(os.getpid(),)) as pool:
+        rest = [pool.submit(_replay_one, job) for job in jobs[1:]]  # forks before our threads
+        return [_replay_one(jobs[0], repo), *(f.result() for f in rest)]
+
+
+def _replay_one(job: tuple[Series, Path, str, list[Carried], ResolvedTarget, Ident],
+                own: Repo | None = None) -> Replayed | str:
+    series, path, base, carried, target, committer = job
+    repo = own or Repo(path)
+    try:
+        return replay_target(series, repo, base, carried, target, committer)
+    except CarryError as exc:
+        return exc.line()
+    finally:
+        if own is None:
+            repo.close()
+
+
+def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetResult]],
+            branches: dict[str, tuple[str, str | None]], refresh: bool) -> None:
+    """Every applied target's branch in one transaction, bracketed by `finishing` states: a
+    kill before the transaction leaves nothing moved, after it leaves states that `--abort`
+    uses to put every branch back, and with `--refresh` the new version is written before
+    the states go. Each state names every branch of the transaction (`group`): the states
+    are removed one by one, and an `--abort` after a kill between two removals must still
+    put back the branches whose state is already gone."""
+    paths = []
+    group = [{"branch": branches[t.slug][0], "old": branches[t.slug][1], "head": r.head}
+             for t, r in done]
+    for t, r in done:
+        ref, old = branches[t.slug]
+        path = st.state_path(repo, series.name, t.slug)
+        state = st.new(series.name, series.root, r, t, ref, old,
+                       series.manifest.version if refresh else 0, "finishing", r.head,
+                       len(r.patches))
+        st.write(path, {**state, "group": group})
+        paths.append(path)
+    moved = [(t, r) for t, r in done if r.head != branches[t.slug][1]]
+    updates = [RefUpdate(branches[t.slug][0], r.head, branches[t.slug][1]) for t, r in moved]
+    try:
+        if updates:
+            repo.set_refs(updates, targetmod.reflog_message(series.name, [t for t, _ in moved]))
+    except GitError as exc:
+        for path in paths:
+            path.unlink(missing_ok=True)
+        for _, r in done:
+            r.status, r.head = "failed", ""
+            r.message = f"a branch moved while carry worked; no branch was written ({exc})"
+        return
+    for (t, r), path in zip(done, paths, strict=True):
+        r.updated = r.head != branches[t.slug][1]
+        if refresh:
+            r.refreshed = _refresh(series, repo, r, t)
+        path.unlink(missing_ok=True)
+
+
+# -- continue, skip, abort ----------------------------------------------------------------------
+
+
+def _pick(repo: Repo, series: Series, which: Sequence[str]) -> list[dict[str, Any]]:
+    states = st.in_progress(repo, series.name)
+    if not states:
+        raise CarryError(f"no carry rebase of {series.name} is in progress in {repo.path}")
+    if which:
+        chosen = [s for s in states
+                  if s["target"]["name"] in which or s["target"]["ref"] in which
+                  or targetmod.slug(s["target"]["name"]) in which]
+        if not chosen:
+            known = ", ".join(s["target"]["name"] for s in states)
+            raise CarryError(f"no rebase of {series.name} onto {', '.join(which)} is in "
+                             f"progress (in progress: {known})")
+        return chosen
+    return states
+
+
+def abort(series: Series, repo: Repo, which: Sequence[str] = ()) -> list[Aborted]:
+    """Put back what the rebase changed: the conflict worktree goes, and a branch (and a
+    series version) that the finish already wrote return to their old values. Safe to repeat
+    after any kill."""
+    out = []
+    states = _pick(repo, series, which)
+    put_back = _put_back(series, repo, [s for s in states if s["phase"] == "finishing"])
+    for state in states:
+        t = state["target"]
+        wt = Path(state["worktree"]) if state["worktree"] else None
+        if wt is not None:
+            _remove_worktree(repo, wt)
+        restored, back = state["branch"] in put_back, False
+        if state["phase"] == "finishing" and state["refresh"] and \
+                series.manifest.version > state["refresh"]:
+            from carry.series import versions
+
+            back = versions.restore(series, state["refresh"])
+        st.state_path(repo, series.name, targetmod.slug(t["name"])).unlink(missing_ok=True)
+        out.append(Aborted(series.name, t["name"], state["branch"], restored,
+                           str(wt) if wt else "", back))
+    return out
+
+
+def _put_back(series: Series, repo: Repo, finishing: list[dict[str, Any]]) -> set[str]:
+    """Every branch the finishing transaction moved, still where it put it, back to its old
+    value in one transaction (with those whose state a kill already removed); which ones."""
+    updates: dict[str, RefUpdate] = {}
+    for state in finishing:
+        for g in state.get("group") or [{"branch": state["branch"], "old": state["branch_old"],
+                                         "head": state["head"]}]:
+            now = repo.try_rev_parse(g["branch"]) if repo.ref_exists(g["branch"]) else None
+            if now == g["head"] and now != g["old"]:
+                updates[g["branch"]] = RefUpdate(g["branch"], g["old"], now)
+    if updates:
+        repo.set_refs(list(updates.values()), f"carry rebase --abort {series.name}")
+    return set(updates)
+
+
+def resume(series: Series, repo: Repo, action: str,
+           which: Sequence[str] = ()) -> list[TargetResult]:
+    """`--continue` or `--skip` on the stopped target(s). A skip (or a resolution that adds
+    nothing) takes the forecast's trial up to the next stop, merging nothing; a resolution
+    replays the rest. `--continue` at a stop with no worktree yet takes a resolution recorded
+    since on another target, or else makes the worktree and stays stopped: there is nothing
+    to take until a maintainer has resolved in it."""
+    states = _pick(repo, series, which)
+    if len(states) > 1:
+        names = ", ".join(s["target"]["name"] for s in states)
+        raise CarryError(f"several rebases of {series.name} are in progress ({names})",
+                         hint="name one with --target or --onto")
+    state = states[0]
+    t = ResolvedTarget(state["target"]["name"], state["target"]["ref"], state["target"]["sha"])
+    steps = st.steps(state)
+    result = TargetResult(series.name, t.name, t.ref, t.sha, "conflict", "", steps,
+                          branch=state["branch"])
+    head, pos = state["head"], state["position"]
+    path = st.state_path(repo, series.name, t.slug)
+    branch = (state["branch"], state["branch_old"])
+    if action == "skip" and state["phase"] != "conflict":
+        raise CarryError(f"the rebase onto {t.name} is not stopped at a conflict; nothing to "
+                         "skip", hint="carry rebase --continue")
+    refresh = bool(state["refresh"])
+    if state["phase"] == "conflict":
+        step, trial = steps[pos], st.trial(state)
+        if action == "skip":
+            step.status, step.reason = "skipped", "left out with --skip"
+        elif not st.ready(state):  # no worktree holds this stop yet
+            resolved = take_recorded(series, repo, step, head, repo.committer_ident())
+            if resolved is None:
+                _stop(series, repo, result, t, branch, refresh,
+                      Replayed(result, pos, state["paths"], head, trial), make=True)
+                return [result]
+            head = resolved
+        else:
+            committer = repo.committer_ident()
+            try:
+                resolved = take_resolution(repo, Path(state["worktree"]), step, head,
+                                           state["paths"], committer)
+            except CarryError:  # markers left: resolved since on another target, recorded?
+                resolved = take_recorded(series, repo, step, head, committer) or ""
+                if not resolved:
+                    raise
+            else:
+                result.recorded = record(series, repo, step, head, resolved,
+                                         f"{t.name} {t.sha[:12]}")
+            head = resolved
+        taken = trialmod.take(repo, steps, trial, pos, head, t.sha) if trial else None
+        if taken is not None and taken[1] is not None:
+            _stop(series, repo, result, t, branch, refresh,
+                  Replayed(result, taken[1], taken[2], taken[0], trial))
+            return [result]
+        for later in steps[pos + 1:] if taken is None else ():
+            if later.status == "would-conflict":  # a forecast: replayed for real now
+                later.status, later.forecast, later.cause, later.builds_on = "pending", [], None, ""
+        head = head if taken is None else taken[0]
+        state.update(phase="replaying", head=head, patches=[asdict(p) for p in steps],
+                     ready=False, trial=[])  # the worktree stays, for the next stop
+        st.write(path, state)
+    if state["phase"] == "replaying":
+        if any(s.status == "pending" for s in steps):  # none after a skip that took the trial
+            committer, recorded = repo.committer_ident(), rerere.load(series.root)
+            head, stop, paths = run_steps(repo, steps, head, committer, recorded=recorded)
+            if stop is not None:
+                trial = forecast(repo, steps, stop, head, committer, recorded, onto=t.sha)
+                _stop(series, repo, result, t, branch, refresh,
+                      Replayed(result, stop, paths, head, trial))
+                return [result]
+        if state["worktree"]:
+            _remove_worktree(repo, Path(state["worktree"]))
+        result.status, result.head = "applied", head
+        # the finishing state replaces this one in place: a kill in between keeps the work
+        _finish(series, repo, [(t, result)], {t.slug: branch}, refresh)
+        return [result]
+    # finishing: a kill came after the state was written; the branch may have moved, and
+    # the new version may have been written
+    result.status, result.head = "applied", state["head"]
+    now = repo.try_rev_parse(branch[0]) if repo.ref_exists(branch[0]) else None
+    if now != state["head"]:
+        repo.set_ref(branch[0], state["head"], branch[1],
+                     targetmod.reflog_message(series.name, [t]))
+    result.updated = True
+    if state["refresh"] and series.manifest.version == state["refresh"]:
+        result.refreshed = _refresh(series, repo, result, t)
+    path.unlink(missing_ok=True)
+    return [result]
+
+
+# -- refresh ------------------------------------------------------------------------------------
+
+
+def _refresh(series: Series, repo: Repo, result: TargetResult,
+             target: ResolvedTarget) -> dict[str, Any]:
+    """Write the rebased series as the next version: each kept patch regenerated from its new
+    commit under its old file name (numbers are identities), dropped ones gone."""
+    from carry.series import patches as patchmod
+    from carry.series import store as seriesmod
+    from carry.series import versions
+
+    formatted: dict[str, bytes] = {}
+    if result.head != result.onto:
+        formatted = dict(repo.format_patch(result.onto, result.head))
+    files = {step.file: patchmod.render(repo.read_commit(step.commit), formatted[step.commit])
+             for step in result.patches if step.status == "applied"}
+    m = series.manifest
+    m.base = seriesmod.Base(ref=target.ref, commit=result.onto)
+    version, kept = versions.write_next(series.root, m, files, changelog_line(result))
+    return {"version": version, "tag": kept, "files": sorted(files)}
+
+
+def changelog_line(result: TargetResult) -> str:
+    parts = [f"rebased onto {result.target} {result.onto[:12]}: "
+             f"{result.count('applied')} applied"]
+    drops = [f"{p.file[:4]} ({p.reason})" for p in result.patches if p.status == "dropped"]
+    if drops:
+        parts.append("dropped " + ", ".join(drops))
+    resolved = [p.file[:4] for p in result.patches if p.reason == "conflict resolved"]
+    if resolved:
+        parts.append("conflicts resolved in " + ", ".join(resolved))
+    recorded = [p.file[:4] for p in result.patches if p.resolutions]
+    if recorded:
+        parts.append("recorded resolutions applied in " + ", ".join(recorded))
+    skipped = [p.file[:4] for p in result.patches if p.status == "skipped"]
+    if skipped:
+        parts.append("skipped " + ", ".join(skipped))
+    return "; ".join(parts)
+
+
+def command(series: Series, repo: Repo, opts: Options, continue_: bool = False,
+            skip: bool = False, abort_: bool = False) -> list[TargetResult] | list[Aborted]:
+    """The `carry rebase` entry point: a new rebase, or one of the three ways to resume."""
+    actions = [n for n, on in (("--continue", continue_), ("--skip", skip), ("--abort", abort_))
+               if on]
+    if len(actions) > 1:
+        raise CarryError(f"give at most one of {', '.join(actions)}")
+    if not actions:
+        return run(series, repo, opts)
+    extra = [n for n, on in (("--branch", opts.branch), ("--refresh", opts.refresh),
+                             ("--fetch", opts.fetch), ("--dry-run", opts.dry_run),
+                             ("--force", opts.force)) if on]
+    if extra:
+        raise CarryError(f"{actions[0]} resumes the saved rebase; {', '.join(extra)} cannot "
+                         "change it now")
+    which = [*opts.onto, *opts.targets]
+    with atomic.own_files_only():  # a conflict worktree's files need not reach the disk
+        if abort_:
+            return abort(series, repo, which)
+        return resume(series, repo, "skip" if skip else "continue", which)
+
+
+def exit_code(results: Sequence[TargetResult] | Sequence[Aborted]) -> int:
+    return 0 if all(isinstance(r, Aborted) or r.status == "applied" for r in results) else 1

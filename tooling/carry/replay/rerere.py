@@ -1,0 +1,206 @@
+"""Applying recorded resolutions (`recorded` keys and stores them): the conflicts of one
+replayed patch, every hunk put back as recorded, a hand resolution taken as a new recording,
+and which recordings can still apply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from carry.base.errors import CarryError
+from carry.git import Entry, RawCommit, Repo
+from carry.replay.recorded import (
+    _REGULAR,
+    Marked,
+    Recorded,
+    Resolution,
+    _find,
+    align,
+    load,
+    parse,
+    parse_marked,
+    split_lines,
+)
+
+# Callers name the recorded resolutions through this module as well as what it defines.
+__all__ = ["Recorded", "apply", "conflicts", "load", "parse", "take", "unmatched"]
+
+# -- the conflicts of one replayed patch --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Conflicted:
+    """One conflicted path of a patch: its hunks, or why it has none carry can key."""
+
+    path: bytes
+    mode: bytes
+    marked: Marked | None
+    why: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.path.decode("utf-8", "surrogateescape")
+
+
+def conflicts(repo: Repo, commit: RawCommit, onto_tree: str) -> tuple[str, list[Conflicted]]:
+    """The merge of `commit` onto `onto_tree` in diff3 style, and each conflicted path."""
+    tree, stages = repo.conflicted_merge(commit, onto_tree)
+    out = []
+    for path, st in sorted(stages.items()):
+        entry = repo.tree_lookup(tree, path)
+        if 2 not in st or 3 not in st:
+            out.append(Conflicted(path, b"", None, "one side deletes or renames it"))
+        elif entry is None or entry[0] not in _REGULAR:
+            out.append(Conflicted(path, b"", None, "not a regular file on both sides"))
+        else:
+            data = repo.read_object(entry[1])[2]
+            marked = parse_marked(data)
+            why = "" if marked else ("a binary file" if b"\0" in data[:8000] else
+                                     "no diff3 conflict markers carry can read in it")
+            out.append(Conflicted(path, entry[0], marked, why))
+    return tree, out
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A conflict the recorded resolutions resolved: the tree and the resolutions used."""
+
+    tree: str
+    used: tuple[Resolution, ...]
+
+    @property
+    def reason(self) -> str:
+        versions = sorted({r.version for r in self.used})
+        return ("conflict resolved by the resolution recorded on "
+                + " and ".join(f"v{v}" for v in versions))
+
+
+def apply(repo: Repo, recorded: Recorded, patch: int, commit: RawCommit,
+          onto_tree: str) -> Applied | None:
+    """`commit` onto `onto_tree` with every conflicted hunk replaced by its recorded text,
+    or None when one has none (or a path conflicts in a way no hunk describes)."""
+    if not recorded.has(patch):
+        return None  # the common case costs no second merge
+    tree, found = conflicts(repo, commit, onto_tree)
+    if not found:
+        return None
+    edits: dict[bytes, Entry | None] = {}
+    used: dict[str, Resolution] = {}
+    for c in found:
+        if c.marked is None:
+            return None
+        texts = []
+        for hunk in c.marked.hunks:
+            hit = recorded.find(patch, hunk)
+            if hit is None:
+                return None
+            used[hit[0].name] = hit[0]
+            texts.append(hit[1])
+        edits[c.path] = (c.mode, repo.write_object("blob", c.marked.fill(texts)))
+    resolved = repo.edit_tree(tree, edits) or repo.write_object("tree", b"")
+    return Applied(resolved, tuple(used[k] for k in sorted(used)))
+
+
+@dataclass
+class Taken:
+    """What recording a maintainer's resolution found: the files, and the paths (or the
+    whole resolution, path "") that could not be recorded, with why."""
+
+    files: list[Resolution] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def take(repo: Repo, patch: int, commit: RawCommit, onto_tree: str, resolved_tree: str,
+         version: int, note: str) -> Taken:
+    """The resolutions of `commit`'s conflict onto `onto_tree` that the maintainer's
+    `resolved_tree` holds. A path is recorded when its resolution only replaces hunks; and
+    nothing is when the resolution also changed a path that did not conflict, since a
+    replay that applied the rest would silently lack that change."""
+    tree, found = conflicts(repo, commit, onto_tree)
+    out = Taken()
+    conflicted = {c.path for c in found}
+    try:
+        changed = repo.tree_changes(tree, resolved_tree)
+    except CarryError as exc:  # a file became a folder, or the other way round
+        out.skipped.append(("", f"the resolution {exc.line()}"))
+        return out
+    outside = sorted(p.decode("utf-8", "surrogateescape") for p in changed
+                     if p not in conflicted)
+    if outside:
+        out.skipped.append(("", f"the resolution also changes {', '.join(outside[:3])}"
+                                + (" ..." if len(outside) > 3 else "")
+                                + ", which did not conflict"))
+        return out
+    for c in found:
+        if c.marked is None:
+            out.skipped.append((c.name, c.why))
+            continue
+        entry = repo.tree_lookup(resolved_tree, c.path)
+        if entry is None or entry[0] not in _REGULAR:
+            out.skipped.append((c.name, "the resolution deletes it or changes its type"))
+            continue
+        texts = align(c.marked, split_lines(repo.read_object(entry[1])[2]))
+        if texts is None:
+            out.skipped.append((c.name, "the resolution changes lines outside the "
+                                        "conflicted hunks too"))
+            continue
+        res = Resolution(patch, c.name, tuple(zip(c.marked.hunks, texts, strict=True)),
+                         version, note)
+        try:
+            res.dump()
+        except UnicodeDecodeError:
+            out.skipped.append((c.name, "not UTF-8 text"))
+            continue
+        out.files.append(res)
+    return out
+
+
+# -- which resolutions can still apply ---------------------------------------------------------
+
+
+def unmatched(recorded: Recorded, patches: dict[int, RawCommit | None], repo: Repo | None
+              ) -> dict[str, str]:
+    """The resolutions that no replay can use any more, by name, with why: those of a patch
+    that left the series, and (given the repository) those whose conflict the patch can no
+    longer make, because the patch, as a commit on the series base, no longer holds one side
+    of a hunk or does not start from its base (a `--refresh` took the resolution into it, or
+    a re-import changed it). `patches` maps the series' patch numbers to those commits (None
+    without a repository)."""
+    out = {}
+    for res in recorded.files:
+        if res.patch not in patches:
+            out[res.name] = f"patch {res.patch:04d} is no longer in the series"
+            continue
+        commit = patches[res.patch]
+        if repo is None or commit is None:
+            continue
+        if not _can_recur(repo, res, commit):
+            out[res.name] = (f"patch {res.patch:04d} no longer holds the lines of this "
+                             "conflict (it changed since, e.g. a --refresh took the "
+                             "resolution into it)")
+    return out
+
+
+def _can_recur(repo: Repo, res: Resolution, commit: RawCommit) -> bool:
+    """Whether some file the patch changes has, for every hunk, one side among its new
+    lines and the base among its old ones (the conflict's own necessary condition)."""
+    if not commit.parents:
+        return False
+    pairs = []
+    for old, new in repo.tree_changes(repo.read_commit(commit.parents[0]).tree,
+                                      commit.tree).values():
+        if new is None or new[0] not in _REGULAR:
+            continue
+        before = split_lines(repo.read_object(old[1])[2]) if old and old[0] in _REGULAR else []
+        pairs.append((before, split_lines(repo.read_object(new[1])[2])))
+    return any(all((_within(list(h.ours), after) or _within(list(h.theirs), after))
+                   and _within(list(h.base), before) for h, _ in res.hunks)
+               for before, after in pairs)
+
+
+def _within(block: list[bytes], lines: list[bytes]) -> bool:
+    """`block` as consecutive lines of `lines` (a last line may have lost its newline)."""
+    if not block:
+        return True
+    if block[-1].endswith(b"\n") and lines and not lines[-1].endswith(b"\n"):
+        lines = [*lines[:-1], lines[-1] + b"\n"]  # git adds it before a marker
+    return _find(lines, block, 0, len(lines)) is not None

@@ -1,0 +1,2 @@
+"""The series on disk: manifest, patch files, trailers, versions and locks. Imports
+base and git only."""

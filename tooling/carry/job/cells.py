@@ -199,7 +199,9 @@ def finish(root: Path, repo: Repo, result: JobResult, loop: LoopOptions | None,
         try:
             atomic.append_text(Path(step_summary), md)
         except (CarryError, OSError) as exc:  # the job's outcome stands; only the page is lost
-            render.warn(f"$GITHUB_STEP_SUMMARY not written: {exc}")
+            from carry.base.notes import warn
+
+            warn(f"$GITHUB_STEP_SUMMARY not written: {exc}")
     return result
 
 

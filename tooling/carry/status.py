@@ -89,7 +89,7 @@ def _stopped(repo: Repo, series: Series) -> list[Stopped]:
         pos = s.get("position", 0)
         patches = s.get("patches", [])
         patch = patches[pos]["file"] if 0 <= pos < len(patches) else ""
-        action = "--continue" if s.get("phase") == "conflict" else "--abort"
+        action = "--continue" if s.get("phase") in ("conflict", "edit") else "--abort"
         nxt = resume.command(repo, str(series.root.parent), action,
                              series.name if several else "",
                              s["target"]["name"] if several else "")

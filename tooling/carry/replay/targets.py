@@ -48,7 +48,7 @@ def resolve(series: Series, repo: Repo, onto: Sequence[str],
         names = [t.name for t in m.targets]
         if not names:
             raise CarryError(f"series {series.name} has no targets; pass --onto REF")
-    out = [_onto(m.targets, repo, ref) for ref in onto]
+    out = [onto_target(m.targets, repo, ref) for ref in onto]
     for name in names:
         out += _manifest_target(repo, m.target(name))
     seen: dict[str, ResolvedTarget] = {}
@@ -65,7 +65,7 @@ def resolve(series: Series, repo: Repo, onto: Sequence[str],
     return unique
 
 
-def _onto(targets: Sequence[Target], repo: Repo, ref: str) -> ResolvedTarget:
+def onto_target(targets: Sequence[Target], repo: Repo, ref: str) -> ResolvedTarget:
     """An `--onto` ref as given, except a release tag that a tag-pattern target follows:
     that one is named as the target names it (`upstream-release@v1.1.0`), so `--onto
     v1.1.0` and the target write one branch, `carry/NAME/upstream-release-v1.1.0`, and

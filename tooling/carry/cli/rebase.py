@@ -82,7 +82,8 @@ def rebase(
     act = action.Action.parse(continue_=continue_, skip=skip, abort=abort, quit_=quit_,
                               show=show)
     opts = rebasemod.Options(onto=onto or [], targets=target or [], branch=branch,
-                             refresh=refresh, fetch=fetch, dry_run=dry_run, force=force)
+                             refresh=refresh, fetch=fetch, dry_run=dry_run, force=force,
+                             target_names=True)
     where = repo_path(repo, _root(series_dir), [name] if name else [], resuming=act.resumes)
     assert where is not None  # needed: repo_path raises rather than give none
     at = resume.locate(Repo.open(where), series_dir, name, opts, act)

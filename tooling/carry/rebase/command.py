@@ -52,6 +52,7 @@ class Options:
     fetch: bool = False
     dry_run: bool = False
     force: bool = False
+    target_names: bool = False  # `carry rebase`: --onto v1.1.0 writes the release target's branch
 
 
 @dataclass
@@ -74,7 +75,7 @@ def in_progress(repo: Repo, series: str) -> list[dict[str, Any]]:
 def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
     if opts.fetch:
         targetmod.fetch(series, repo)
-    tlist = targetmod.resolve(series, repo, opts.onto, opts.targets)
+    tlist = targetmod.resolve(series, repo, opts.onto, opts.targets, opts.target_names)
     rerere.load(series.root)  # a damaged resolution is bad input, before any replay
     if opts.refresh and len(tlist) != 1:
         raise CarryError(f"--refresh writes one new version, but {len(tlist)} targets were "

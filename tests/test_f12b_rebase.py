@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 from tests.conftest import CommitBuilder, git, run_carry, util
@@ -125,3 +126,21 @@ def test_quit_drops_the_state_and_worktree_and_keeps_every_ref(
         f"One: h1 {upstream.rev('main')}"
     again = run_carry("rebase", "--quit", *args)
     assert again.code == 2 and "no carry rebase" in again.err
+
+
+def test_an_emptied_folder_a_killed_worktree_add_left_locked_is_made_again(
+        upstream: CommitBuilder, series_root: Path) -> None:
+    """The folder a shell was left in is reused; so is one that a `kill -9` of `git worktree
+    add` left empty, registered and under git's "initializing" lock."""
+    args = _stopped_once(upstream, series_root)
+    wt = upstream.path.parent / f"{upstream.path.name}.carry" / "demo" / "main"
+    git(upstream.path, "worktree", "add", "-q", "--detach", str(wt), "main")
+    git(upstream.path, "worktree", "lock", "--reason", "initializing", str(wt))
+    for entry in wt.iterdir():
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    r = run_carry("rebase", "--continue", *args)
+    assert r.code == 1, r.err
+    assert git(wt, "status", "--porcelain").startswith("UU src/util.py")

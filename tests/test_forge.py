@@ -56,8 +56,8 @@ def test_pr_dry_run_names_the_pr_it_would_update(gh: github_server.RunningServer
     r = run_carry(*args, "--dry-run", env=env)
     assert r.code == 0, r.err
     head = git(fork.path, "rev-parse", "carry/demo")[:12]
-    assert r.out.splitlines()[0] == (f"dry run: would push {head} to carry/demo and update "
-                                     f"{FORK}#{opened['number']}")
+    assert r.out.splitlines()[0] == (f"dry run: would push {head} to carry/demo on origin and "
+                                     f"update {FORK}#{opened['number']}")
     assert len(gh.state.writes()) == writes
     offline = run_carry(*args, "--dry-run", env={**env, "GITHUB_TOKEN": ""})
     assert offline.code == 0, offline.err

@@ -154,7 +154,7 @@ def test_every_command_has_an_example_and_an_uncut_summary() -> None:
     assert top.code == 0 and "..." not in summaries
     commands = ["init", "status", "import", "check", "apply", "validate", "rebase", "range-diff",
                 "pr", "supersede", "ci", "ci matrix", "ci run", "releases", "series list",
-                "series show", "trailers"]
+                "series show", "trailers", "edit"]
     for cmd in commands:
         r = run_carry(*cmd.split(), "--help")
         assert r.code == 0, (cmd, r.err)

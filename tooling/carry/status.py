@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from carry.base import untrusted
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.series.store import Series
+
+if TYPE_CHECKING:
+    from carry.rebase.branches import Branch
 
 
 @dataclass
@@ -30,14 +33,6 @@ class Stopped:
 
 
 @dataclass
-class BranchResult:
-    branch: str
-    head: str
-    date: str
-    subject: str
-
-
-@dataclass
 class LastValidation:
     status: str
     summary: str
@@ -46,7 +41,8 @@ class LastValidation:
     head_tree: str
     started: str
     current: bool
-    for_branch: str
+    for_branch: str  # the first of `for_branches`
+    for_branches: list[str] = field(default_factory=list)  # every branch with that tree
 
 
 @dataclass
@@ -68,7 +64,7 @@ class SeriesStatus:
     base: str
     targets: list[str]
     stopped: list[Stopped] = field(default_factory=list)
-    branches: list[BranchResult] = field(default_factory=list)
+    branches: list[Branch] = field(default_factory=list)
     validation: LastValidation | None = None
     resolutions: list[RecordedResolution] = field(default_factory=list)
     resolutions_note: str = ""  # what could not be checked
@@ -93,7 +89,7 @@ def _stopped(repo: Repo, series: Series) -> list[Stopped]:
         pos = s.get("position", 0)
         patches = s.get("patches", [])
         patch = patches[pos]["file"] if 0 <= pos < len(patches) else ""
-        action = "--continue" if s.get("phase") == "conflict" else "--abort"
+        action = "--continue" if s.get("phase") in ("conflict", "edit") else "--abort"
         nxt = resume.command(repo, str(series.root.parent), action,
                              series.name if several else "",
                              s["target"]["name"] if several else "")
@@ -104,16 +100,19 @@ def _stopped(repo: Repo, series: Series) -> list[Stopped]:
     return out
 
 
-def _branches(repo: Repo, name: str) -> list[BranchResult]:
-    fmt = "%(refname:short)%00%(objectname)%00%(committerdate:iso-strict)%00%(subject)"
-    out = []
-    for line in repo.for_each_ref(f"refs/heads/carry/{name}/", fmt):
-        ref, sha, date, subject = line.split("\0", 3)
-        out.append(BranchResult(ref, sha, date, subject))
-    return out
+def _branches(repo: Repo, series: Series, st: SeriesStatus, prune: bool) -> None:
+    """Every branch of the series with its tree; the per-tag ones a newer tag made obsolete,
+    removed with `prune` when carry wrote them last."""
+    from carry.rebase import branches
+
+    st.branches = branches.of_series(repo, series.name)
+    branches.mark_obsolete(repo, series, st.branches)
+    branches.keep_stopped(st.branches, series.name, [s.target for s in st.stopped])
+    if prune:
+        branches.prune(repo, st.branches)
 
 
-def _validation(repo: Repo, name: str, branches: list[BranchResult]) -> LastValidation | None:
+def _validation(repo: Repo, name: str, branches: list[Branch]) -> LastValidation | None:
     from carry.validate.run import last_report_path
 
     path = last_report_path(repo, name)
@@ -124,13 +123,11 @@ def _validation(repo: Repo, name: str, branches: list[BranchResult]) -> LastVali
     if data is None:
         return None
     tree = str(data.get("head_tree", ""))
-    current = ""
-    for b in branches:
-        if repo.try_rev_parse(b.head, "tree") == tree:
-            current = b.branch
+    same = [b.branch for b in branches if b.tree == tree and not b.pruned]
     return LastValidation(str(data.get("status", "")), str(data.get("summary", "")),
                           str(data.get("onto_ref", "")), str(data.get("head", "")), tree,
-                          str(data.get("started", "")), bool(current), current)
+                          str(data.get("started", "")), bool(same), same[0] if same else "",
+                          same)
 
 
 def _resolutions(repo: Repo | None, series: Series, st: SeriesStatus, prune: bool) -> None:
@@ -150,7 +147,8 @@ def _resolutions(repo: Repo | None, series: Series, st: SeriesStatus, prune: boo
 
 
 def run(series_list: list[Series], repo_path: str | None, prune: bool = False) -> Status:
-    """`prune` also removes the resolutions that no longer match (a new version)."""
+    """`prune` also removes the resolutions that no longer match (a new version) and, with
+    a repository, the per-tag branches a newer tag made obsolete."""
     repo = Repo.open(repo_path) if repo_path else None
     out = []
     try:
@@ -162,7 +160,7 @@ def run(series_list: list[Series], repo_path: str | None, prune: bool = False) -
             _resolutions(repo, s, st, prune)
             if repo is not None:
                 st.stopped = _stopped(repo, s)
-                st.branches = _branches(repo, m.name)
+                _branches(repo, s, st, prune)
                 st.validation = _validation(repo, m.name, st.branches)
             out.append(st)
     finally:

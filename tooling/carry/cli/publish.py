@@ -54,8 +54,9 @@ def pr(
     forge_repo: ForgeRepo,
     base: Annotated[str, typer.Option(help="The branch the PR targets.")],
     repo: RepoPath = None,
-    remote: Annotated[str, typer.Option(callback=_remote,
-                                        help="The git remote to push to.")] = "origin",
+    remote: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        callback=_remote, help="The git remote to push to (default: the manifest's "
+                               "[fork].remote, else origin).")] = None,
     validation: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         help="A `carry validate --json` report of this tree; once per series "
         "(default: each series' last validation of this tree).")] = None,
@@ -100,8 +101,9 @@ def supersede(
     forge_repo: ForgeRepo,
     repo: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="A local clone, to compare PR commits by patch-id.")] = None,
-    remote: Annotated[str, typer.Option(
-        callback=_remote, help="Remote of --repo that has refs/pull/*.")] = "origin",
+    remote: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        callback=_remote, help="Remote of --repo that has refs/pull/* (default: the "
+        "manifest's remote for --forge-repo, else its [fork].remote, else origin).")] = None,
     base: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="The base branch both PRs must target (default: that of --by).")] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Comment and close (default: dry run).")] = False,  # noqa: E501

@@ -29,7 +29,8 @@ Flag = typer.Option
 @app.command()
 def rebase(
     name: Annotated[Optional[str], typer.Argument(  # noqa: UP045
-        help="The series; optional with --continue, --skip or --abort.")] = None,
+        help="The series; optional when resuming (--continue, --skip, --abort, --quit, "
+             "--show-current-patch).")] = None,
     repo: RepoPath = None,
     onto: Refs = None,
     target: Targets = None,
@@ -47,6 +48,12 @@ def rebase(
                            "series/NAME as printed).")] = False,
     skip: Annotated[bool, Flag("--skip", help="Leave the conflicting patch out.")] = False,
     abort: Annotated[bool, Flag("--abort", help="Undo the stopped rebase.")] = False,
+    quit_: Annotated[bool, Flag(
+        "--quit", help="Forget the stopped rebase and keep what is done: no branch is put "
+                       "back; the state and the worktree go.")] = False,
+    show: Annotated[bool, Flag(
+        "--show-current-patch", help="Show the stopped patch (message and diff) as git "
+                                     "show does.")] = False,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
@@ -55,32 +62,77 @@ def rebase(
     No worktree is used: a conflict stops the rebase with every later conflict foreseen, to
     be resumed with --skip (which needs no worktree), --continue or --abort. --continue at a
     stop with no worktree yet makes it (../REPO.carry/NAME/TARGET) and stays stopped for the
-    resolution; once made, it follows the rebase from stop to stop. With --refresh the
+    resolution; once made, it follows the rebase from stop to stop. Run inside that
+    worktree, --continue, --skip, --abort, --quit and --show-current-patch take the rebase
+    it belongs to; when the worktree goes, its folder is kept empty for your shell and carry
+    prints where to cd. With --refresh the
     result is written to series/NAME as its next version, which you then commit in the
     series checkout: git add series/NAME && git commit -m "NAME vN" (printed with real paths).
 
     Example: carry rebase my-fix --repo ../vllm --target upstream-main --dry-run
     """
-    from carry.cli import reports
+    from carry.cli import reports, stops
     from carry.cli.where import repo_path
     from carry.git import Repo
+    from carry.rebase import action, resume
     from carry.rebase import command as rebasemod
+    from carry.series import locks
+    from carry.series import store as series
+
+    act = action.Action.parse(continue_=continue_, skip=skip, abort=abort, quit_=quit_,
+                              show=show)
+    opts = rebasemod.Options(onto=onto or [], targets=target or [], branch=branch,
+                             refresh=refresh, fetch=fetch, dry_run=dry_run, force=force,
+                             target_names=True)
+    where = repo_path(repo, _root(series_dir), [name] if name else [], resuming=act.resumes)
+    assert where is not None  # needed: repo_path raises rather than give none
+    at = resume.locate(Repo.open(where), series_dir, name, opts, act)
+    with locks.for_rebase(at.root, at.name, at.repo, dry_run or not act.writes):
+        outcome = action.run(series.find(at.root, at.name), at.repo, opts, act, at.which)
+    if act in (action.Action.SHOW, action.Action.QUIT):
+        stops.show_stop(list(outcome), json)
+    else:
+        reports.show_rebase(list(outcome), json, at.repo, str(at.root))
+    raise typer.Exit(action.exit_code(outcome))
+
+
+@app.command()
+def edit(
+    name: Name,
+    number: Annotated[int, typer.Argument(metavar="N", min=1,
+                                          help="The patch to change, by its number.")],
+    repo: RepoPath = None,
+    onto: Annotated[Optional[str], Flag(  # noqa: UP045
+        help="Replay onto this ref instead of the series base (as rebase --onto).")] = None,
+    series_dir: SeriesDir = None,
+    json: Json = False,
+) -> None:
+    """Change one patch in a worktree, as git rebase -i's edit does.
+
+    The series is replayed onto its base (or --onto) up to patch N, and a worktree
+    (../REPO.carry/NAME/TARGET) is left at N's commit. Amend it there: edit its files, git
+    commit --amend for its message or a trailer. Then carry rebase --continue writes it as
+    the series' next version, with its author, author date and number kept, and the later
+    patches replayed on it (a conflict stops as a rebase does); carry rebase --abort puts
+    everything back.
+
+    Example: carry edit my-fix 2 --repo ../vllm
+    """
+    from carry.cli import stops
+    from carry.git import Repo
+    from carry.rebase import edit as editmod
     from carry.rebase import resume
     from carry.series import locks
     from carry.series import store as series
 
-    opts = rebasemod.Options(onto=onto or [], targets=target or [], branch=branch,
-                             refresh=refresh, fetch=fetch, dry_run=dry_run, force=force)
-    where = repo_path(repo, _root(series_dir), [name] if name else [],
-                      resuming=continue_ or skip or abort)
-    assert where is not None  # needed: repo_path raises rather than give none
-    git_repo, root, name = resume.locate(Repo.open(where), series_dir, name, opts,
-                                         continue_, skip, abort)
-    with locks.for_rebase(root, name, git_repo, dry_run):
-        outcome = rebasemod.command(series.find(root, name), git_repo, opts,
-                                    continue_=continue_, skip=skip, abort_=abort)
-    reports.show_rebase(outcome, json, git_repo, str(root))
-    raise typer.Exit(rebasemod.exit_code(outcome))
+    root = _root(series_dir)
+    git_repo = Repo.open(_repo(repo, root, name))
+    with locks.for_rebase(root, name, git_repo, False):
+        stop = editmod.start(series.find(root, name), git_repo, number, onto)
+    several = len(resume.stopped(git_repo)) > 1
+    nxt = resume.command(git_repo, str(root), "--continue", name if several else "",
+                         stop.target if several else "")
+    stops.show_edit(stop, json, nxt)
 
 
 @app.command("range-diff")

@@ -167,7 +167,7 @@ def show_pr(r: Any) -> None:
     if r.dry_run:
         what = (f"update {r.repo}#{r.number}" if r.action == "would-update" else
                 f"open a {'draft ' if r.draft else ''}PR in {r.repo} against {r.base}")
-        render.say(f"dry run: would push {_short(r.commit)} to {r.head} and {what}")
+        render.say(f"dry run: would push {_short(r.commit)} to {r.head} on {r.remote} and {what}")
         if not r.looked_up:
             render.say("  (no GitHub token, so whether a PR for this series set is open already "
                        "was not checked)")

@@ -57,16 +57,18 @@ def status(
     ] = None,
     prune: Annotated[bool, typer.Option(
         "--prune", help="Remove the recorded resolutions that no longer match (NAME only; "
-        "writes the next version).")] = False,
+        "writes the next version) and the per-tag branches a newer tag made obsolete, "
+        "those carry wrote last.")] = False,
     series_dir: SeriesDir = None,
     json: Json = False,
 ) -> None:
     """Stopped rebases, branches, validation and resolutions.
 
-    Stopped rebases with their worktree and next command, the last result per target (the
-    carry/NAME/... branches) and the last validation, and whether it is for the current
-    tree; each recorded resolution, and whether a replay can still use it (with --repo,
-    checked against its patch). --prune removes those that no longer match.
+    Stopped rebases with their worktree and next command, every branch of the series
+    (carry/NAME and carry/NAME/...) with its tree, and the last validation with the
+    branches whose tree it is; each recorded resolution, and whether a replay can still use
+    it (with --repo, checked against its patch). --prune removes those that no longer
+    match, and the per-tag branches a newer tag replaced that no one else moved.
 
     Example: carry status my-fix --repo ../vllm --prune
     """

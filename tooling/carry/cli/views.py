@@ -197,13 +197,18 @@ def show_status(r: Any) -> None:
                 render.say(f"    worktree: {st.worktree}")
             render.say(f"    next: {st.next}")
         for b in s.branches:
-            render.say(f"  {b.branch} at {_short(b.head)} ({b.date.replace('T', ' ')}) "
-                       f"{b.subject}")
+            render.say(f"  {b.branch} at {_short(b.head)} (tree {_short(b.tree)}, "
+                       f"{b.date.replace('T', ' ')}) {b.subject}")
+            if b.obsolete:
+                fate = ("pruned" if b.pruned else f"kept: {b.kept}" if b.kept else
+                        f"`carry status {s.series} --prune` removes it")
+                render.say(f"    obsolete: {b.obsolete}; {fate}")
         if r.repo and not s.branches and not s.stopped:
             render.say("  no rebase result in this repository yet")
         v = s.validation
         if v is not None:
-            which = f"current: {v.for_branch}" if v.current else "not for any current branch"
+            which = (f"current: {', '.join(v.for_branches)}" if v.current
+                     else "not for any current branch")
             render.say(f"  last validation {v.status} on {v.onto_ref} at {v.started} "
                        f"(tree {_short(v.head_tree)}, {which}): {v.summary}")
         elif r.repo:

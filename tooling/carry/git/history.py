@@ -70,6 +70,12 @@ class History(Merges):
             pos, k = end + 1 if end < len(out) else end, k + 1
         return patches
 
+    def show_commit(self, commit: str) -> bytes:
+        """`git show COMMIT` as a user reads it, its message and diff (no pager, colour or
+        external diff): what `git rebase --show-current-patch` prints."""
+        return self._run("show", "--no-color", "--no-ext-diff", "--no-textconv", EOO, commit,
+                         "--").stdout
+
     def diff_patch_ids(self, diffs: Sequence[bytes], verbatim: bool = False
                        ) -> list[str | None]:
         """The patch-id of each diff (None for one with no change), in one process;

@@ -14,9 +14,11 @@ class Worktrees(Base):
         """A detached worktree at `commit`, its files written by a `reset --hard` that carry
         runs itself: `worktree add` would check out in a child of its own, which a `kill -9`
         of carry leaves writing after `--abort` removed the worktree (and which runs the
-        repository's post-checkout hook)."""
-        self._run("worktree", "add", "--no-checkout", "--detach", "--force", EOO, str(path),
-                  commit, tied=True)
+        repository's post-checkout hook). `--force` twice: a worktree that a killed `add` left
+        registered at `path` under git's "initializing" lock is replaced, not an error (and
+        `path` may be an empty folder, the one a shell was left in: `rebase.checkout`)."""
+        self._run("worktree", "add", "--no-checkout", "--detach", "--force", "--force", EOO,
+                  str(path), commit, tied=True)
         made = type(self)(path.resolve())
         made._run("reset", "--quiet", "--hard", tied=True)
         return made

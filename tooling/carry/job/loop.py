@@ -21,6 +21,7 @@ from carry.git import Repo
 from carry.job import failing, tracking
 from carry.publish import github as forgemod
 from carry.publish import owned
+from carry.publish import remote as remotemod
 from carry.series import store as seriesmod
 
 if TYPE_CHECKING:
@@ -160,7 +161,7 @@ def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target
     branch = f"carry/{s.name}"
     pr_base = ctx.opts.base or s.manifest.fork.branch or "main"
     full = forge_repo(s, ctx.opts)
-    remote = ctx.opts.remote or s.manifest.fork.remote or "origin"
+    remote = remotemod.for_push(ctx.opts.remote, [s]).name  # as `carry pr` picks it
     found = [p for p in prmod.find_open(ctx.forge(), full, [s.name]) if p.base == pr_base] \
         if ctx.opts.dry_run or not ctx.room(s) else []
     if not found and not ctx.room(s):  # no PR to update, and no room to open one

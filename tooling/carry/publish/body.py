@@ -37,6 +37,18 @@ class Body:
     text: str
 
 
+@dataclass(frozen=True)
+class Pushed:
+    """The commits the PR carries: its head, how many commits it adds on `base`, and which
+    of them carries each patch (`name/file` -> commit, by patch-id). The body names these,
+    never only the commit a validation ran on, which a later rebase may have replaced."""
+
+    head: str
+    base: str
+    count: int
+    commits: dict[str, str]
+
+
 def marker(names: list[str]) -> str:
     return MARKER.format(names=",".join(names))
 
@@ -175,7 +187,18 @@ def _baseline(base: dict[str, Any]) -> list[str]:
     return out
 
 
-def _test_result(report: Report | None) -> str:
+def _validated(report: Report, pushed: Pushed | None) -> str:
+    """Which commit the validation ran on, and that it is this PR's tree: the report binds a
+    tree (pr.reports_for), so the head it names may be an older commit of the same tree."""
+    ran = str(report.get("head", ""))[:12]
+    onto = f" on `{report.get('onto_ref', '')}`"
+    if pushed is None or not ran or pushed.head.startswith(ran):
+        return f"Validated head `{ran}`{onto}"
+    return (f"Validated tree `{str(report.get('head_tree', ''))[:12]}`{onto}, as commit "
+            f"`{ran}`: the same tree as this PR's head `{pushed.head[:12]}`")
+
+
+def _test_result(report: Report | None, pushed: Pushed | None = None) -> str:
     if report is None:
         return "No validation report of this tree was given."
     out = []
@@ -194,8 +217,7 @@ def _test_result(report: Report | None) -> str:
     if lines:
         out.append("\n".join(lines))
     cached = " (answered from the results cache)" if report.get("cached") else ""
-    out.append(f"Validated head `{str(report.get('head', ''))[:12]}` on "
-               f"`{report.get('onto_ref', '')}`{cached}.")
+    out.append(f"{_validated(report, pushed)}{cached}.")
     return "\n\n".join(out)
 
 
@@ -254,8 +276,19 @@ def _checklist(series_list: list[Series], reports: dict[str, Report | None],
     return "\n".join(f"- [{'x' if ok else ' '}] {text}" for text, ok in items)
 
 
+def _commit_of(series: Series, p: patchmod.Patch, pushed: Pushed | None) -> str:
+    sha = pushed.commits.get(f"{series.name}/{p.file}", "") if pushed else ""
+    return f"`{sha[:12]}` " if sha else ""
+
+
+def _carried(pushed: Pushed) -> str:
+    n = pushed.count
+    return (f"This PR's head is `{pushed.head[:12]}`: {n} commit{'s' if n != 1 else ''} on "
+            f"`{pushed.base}`.")
+
+
 def _section(series: Series, report: Report | None, plist: list[patchmod.Patch],
-             h: str) -> list[str]:
+             h: str, pushed: Pushed | None = None) -> list[str]:
     cover = cover_sections(series.cover)
     parts = [f"{h} Purpose\n\n" + (cover.get("purpose") or series.manifest.title)]
     for heading, text in cover.items():
@@ -263,20 +296,22 @@ def _section(series: Series, report: Report | None, plist: list[patchmod.Patch],
             parts.append(f"{h} {heading[0].upper()}{heading[1:]}\n\n{text}")
     resolved = dict(str(line).split(": ", 1) for line in (report or {}).get("resolved", [])
                     if ": " in str(line))
-    commits = "\n".join(f"- `{p.file}` {p.subject} ({p.author.name})"
+    commits = "\n".join(f"- {_commit_of(series, p, pushed)}`{p.file}` {p.subject} "
+                        f"({p.author.name})"
                         + (f"; on `{(report or {}).get('onto_ref', '')}`: "
                            f"{resolved[p.file]}" if p.file in resolved else "")
                         for p in plist)
-    parts.append(f"{h} Commits\n\n{commits}")
+    carried = f"{_carried(pushed)}\n\n" if pushed else ""
+    parts.append(f"{h} Commits\n\n{carried}{commits}")
     parts.append(f"{h} Related work\n\n" + _related(series, cover.get("related work", "")))
     parts.append(f"{h} Test Plan\n\n" + _test_plan(series, report))
-    parts.append(f"{h} Test Result\n\n" + _test_result(report))
+    parts.append(f"{h} Test Result\n\n" + _test_result(report, pushed))
     parts.append(f"{h} AI assistance\n\n" + _ai(series, plist))
     return parts
 
 
 def render(series_list: list[Series], reports: dict[str, Report | None] | None = None,
-           title: str | None = None) -> Body:
+           title: str | None = None, pushed: Pushed | None = None) -> Body:
     reports = reports or {}
     plists = {s.name: [patchmod.load(p.path, p.number) for p in s.patches()]
               for s in series_list}
@@ -288,6 +323,7 @@ def render(series_list: list[Series], reports: dict[str, Report | None] | None =
     for s in series_list:
         if several:
             parts.append(f"## Series {s.name}: {s.manifest.title}")
-        parts += _section(s, reports.get(s.name), plists[s.name], "###" if several else "##")
+        parts += _section(s, reports.get(s.name), plists[s.name], "###" if several else "##",
+                          pushed)
     parts.append("## Checklist\n\n" + _checklist(series_list, reports, plists))
     return Body(head_title, "\n\n".join(parts).strip() + "\n")

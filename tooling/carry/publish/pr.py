@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from carry.base import untrusted
+from carry.base import notes, untrusted
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.publish import body as prbody
 from carry.publish import github as forgemod
 from carry.publish import owned
+from carry.publish import remote as remotemod
 from carry.series import dco
 from carry.series import patches as patchmod
 from carry.series.store import Series
@@ -39,6 +40,7 @@ class PrResult:
     missing: list[str] = field(default_factory=list)
     looked_up: bool = True  # whether a dry run could ask the forge for an open PR
     draft: bool = False
+    remote: str = ""  # the git remote pushed to (or, in a dry run, that would be)
 
 
 def load_reports(path: str) -> list[dict[str, Any]]:
@@ -127,15 +129,16 @@ def series_patch_ids(repo: Repo, series_list: list[Series]) -> dict[str, str]:
     return {pid: f"{name}/{p.file}" for (name, p), pid in zip(named, ids, strict=True) if pid}
 
 
-def commit_patch_ids(repo: Repo, rev_range: str) -> set[str]:
-    return {pid for pid, _ in repo.log_patch_ids([rev_range])}
-
-
-def missing_patches(repo: Repo, series_list: list[Series], base: str, head: str) -> list[str]:
-    """The series patches the branch does not carry, by patch-id."""
-    have = commit_patch_ids(repo, f"{base}..{head}")
-    return sorted(name for pid, name in series_patch_ids(repo, series_list).items()
-                  if pid not in have)
+def carried(repo: Repo, series_list: list[Series], base: str, head: str,
+            base_name: str) -> tuple[prbody.Pushed, list[str]]:
+    """The commits of base..head (`base_name` the branch the PR targets), which of them
+    carries each series patch (by patch-id), and the patches none carries."""
+    commits = repo.rev_list(base, head)
+    have = dict(repo.log_patch_ids([f"{base}..{head}"]))  # patch-id -> commit
+    ids = series_patch_ids(repo, series_list)
+    found = {name: have[pid] for pid, name in ids.items() if pid in have}
+    missing = sorted(name for name in ids.values() if name not in found)
+    return prbody.Pushed(head, base_name, len(commits), found), missing
 
 
 def marked(pulls: list[forgemod.PullInfo], names: list[str]) -> list[forgemod.PullInfo]:
@@ -162,10 +165,10 @@ def _marker(names: list[str]) -> str:
 class Request:
     """What `carry pr` is asked to do; keyword-only, so no call passes a row of booleans.
     `push_token`: git pushes with it (the CI loop, as the token's user); else git's own
-    credentials."""
+    credentials. `remote`: None for the manifest's [fork].remote (remote.for_push)."""
 
     branch: str
-    remote: str
+    remote: str | None
     base: str
     forge_repo: str
     access: forgemod.Access
@@ -188,26 +191,32 @@ def run(series_list: list[Series], repo: Repo, req: Request) -> PrResult:
     if not req.allow_no_dco:  # upstream (vLLM) checks DCO: say so before anything is pushed
         dco.refuse_unsigned(series_list, req.forge_repo)
     commit = repo.rev_parse(req.branch)
-    base_commit = repo.rev_parse(f"{req.remote}/{req.base}") if repo.try_rev_parse(
-        f"{req.remote}/{req.base}") else repo.rev_parse(req.base)
-    missing = missing_patches(repo, series_list, base_commit, commit)
+    remote = remotemod.for_push(req.remote, series_list)
+    base_commit = remotemod.base_commit(repo, remote, req.base)
+    pushed, missing = carried(repo, series_list, base_commit, commit, req.base)
     if missing and not req.force:
         raise CarryError(f"branch {req.branch} does not carry {len(missing)} series patch(es), "
                          f"first {missing[0]}", hint="rebase with --refresh, or pass --force")
     given = req.report_path
     paths = [given] if isinstance(given, str) else list(given or [])
     reports = reports_for(series_list, repo, req.branch, commit, paths, req.allow_failed)
-    body = prbody.render(series_list, reports, req.title)
+    body = prbody.render(series_list, reports, req.title, pushed)
     result = PrResult([s.name for s in series_list], req.forge_repo, req.branch, req.base,
                       commit, body.title, body.text, req.dry_run, "would-open", missing=missing,
-                      draft=req.draft)
+                      draft=req.draft, remote=remote.name)
+    try:  # after every other check, so that a preview names the remote last
+        remotemod.check(repo, remote)
+    except CarryError as exc:
+        if not req.dry_run:
+            raise
+        notes.warn(f"{exc.line()}; a real run would stop here")  # a preview still renders
     if req.dry_run:
         return _preview(req.access, result)
     forge = req.access.connect()
     existing = _open_pr(forge, result)
     head = existing.head if existing else req.branch
-    old = repo.remote_head(req.remote, head, req.push_token)
-    repo.push(req.remote, commit, head, old, req.push_token)
+    old = repo.remote_head(remote.name, head, req.push_token)
+    repo.push(remote.name, commit, head, old, req.push_token)
     result.head = head
     if existing and (existing.head_sha, existing.title, existing.body) == (
             commit, body.title, body.text):

@@ -39,6 +39,7 @@ from carry.git import Repo
 from carry.publish import body as prbody
 from carry.publish import github as forgemod
 from carry.publish import owned
+from carry.publish import remote as remotemod
 from carry.series import store as seriesmod
 from carry.series.store import Provenance, Series
 
@@ -304,12 +305,18 @@ def _update(series: Series, forge_repo: str, by: forgemod.PullInfo,
     return changes
 
 
-def run(series: Series, forge_repo: str, by_number: int, repo: Repo | None, remote: str,
-        base: str | None, opts: Options, access: forgemod.Access) -> SupersedeResult:
+def run(series: Series, forge_repo: str, by_number: int, repo: Repo | None,
+        remote: str | None, base: str | None, opts: Options,
+        access: forgemod.Access) -> SupersedeResult:
+    """`remote`: of `repo`, the one with refs/pull/*; None for the manifest's
+    (remote.for_pulls)."""
     from carry.series.locks import series_lock
 
     if opts.label is None:
         opts = dataclasses.replace(opts, label=series.manifest.supersede.label)
+    pulls_remote = remotemod.for_pulls(remote, series, forge_repo) if repo else None
+    if repo is not None and pulls_remote is not None:  # before any request: a local mistake
+        remotemod.check(repo, pulls_remote)
     forge = access.connect()
     by = forge.repo(forge_repo).pull(by_number)
     check_by(series, by, forge_repo, base, forge)
@@ -324,12 +331,9 @@ def run(series: Series, forge_repo: str, by_number: int, repo: Repo | None, remo
         result.waiting = f"#{by.number} is not merged yet: nothing is closed until it is"
         return result
     commits = ids = by_ids = None
-    if repo is not None:
-        base_commit = repo.try_rev_parse(f"{remote}/{target}") or repo.try_rev_parse(target)
-        if base_commit is None:
-            raise CarryError(f"base {target} is in neither {remote}/{target} nor {repo.path}",
-                             hint=f"git fetch {remote} {target}")
-        commits = _Commits(repo, remote, base_commit)
+    if repo is not None and pulls_remote is not None:
+        base_commit = remotemod.base_commit(repo, pulls_remote, target)
+        commits = _Commits(repo, pulls_remote.name, base_commit)
         ids = _series_ids(repo, series)
         theirs = commits.of(by.number)
         by_ids = set(theirs) if theirs is not None else None

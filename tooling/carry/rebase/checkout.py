@@ -33,7 +33,7 @@ def stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarge
                    done.stop or 0, str(wt), done.paths, trial=done.trial)
     path = st.state_path(repo, series.name, target.slug)
     st.write(path, state)
-    if make or wt.exists():
+    if make or repo.owns_worktree(wt):  # not the empty folder a shell was left in (remove)
         state["paths"] = checkout(repo, wt, done.head, step.source) or done.paths
         state["ready"] = True
         st.write(path, state)
@@ -58,7 +58,8 @@ def checkout(repo: Repo, wt: Path, head: str, source: str) -> list[str]:
                     return work.cherry_pick_no_commit(source)
                 finally:
                     work.close()
-    remove(repo, wt, tidy=False)
+    if not (wt.is_dir() and not any(wt.iterdir())):  # an emptied one is made again in place
+        remove(repo, wt, tidy=False)
     wt.parent.mkdir(parents=True, exist_ok=True)
     work = repo.worktree_add(wt, head)
     try:
@@ -69,7 +70,22 @@ def checkout(repo: Repo, wt: Path, head: str, source: str) -> list[str]:
 
 def remove(repo: Repo, wt: Path, tidy: bool = True) -> None:
     """`tidy` also removes the emptied NAME/ and REPO.carry/ folders; a stop must not, since
-    other targets of the same run are making their worktrees there at the same time."""
+    other targets of the same run are making their worktrees there at the same time.
+
+    Run from inside the worktree (`--continue` typed where the conflict was resolved), its
+    folder is emptied but kept: a process cannot move its parent shell, and a shell whose
+    directory is deleted fails every command there (`git status`: "Unable to read current
+    working directory"); an empty folder outside any repository fails nothing, and the note
+    says where to `cd`. The next `checkout` there makes the worktree again in its place."""
+    here = _shell_in(wt) if tidy else None
+    if here is not None:
+        _empty(wt.resolve(), here)
+        repo.worktree_prune()  # its `.git` is gone: git forgets the worktree
+        from carry.base import notes
+
+        notes.warn(f"removed the conflict worktree {wt}, where this shell is; its folder is "
+                   f"kept, empty, so the shell is not left in a deleted one: cd {repo.path}")
+        return
     if wt.exists():
         repo.worktree_remove(wt)
     shutil.rmtree(wt, ignore_errors=True)
@@ -77,3 +93,26 @@ def remove(repo: Repo, wt: Path, tidy: bool = True) -> None:
     for empty in (wt.parent, wt.parent.parent) if tidy else ():
         with contextlib.suppress(OSError):
             empty.rmdir()
+
+
+def _shell_in(wt: Path) -> Path | None:
+    """The current directory, when it is `wt` or inside it."""
+    try:
+        here = Path.cwd().resolve()
+        return here if wt.exists() and here.is_relative_to(wt.resolve()) else None
+    except OSError:  # already deleted
+        return None
+
+
+def _empty(folder: Path, keep: Path) -> None:
+    """Remove everything in `folder` but the folders on the way to `keep` (links are not
+    followed)."""
+    for entry in folder.iterdir():
+        if not entry.is_symlink() and entry.is_dir():
+            if keep.is_relative_to(entry):
+                _empty(entry, keep)
+            else:
+                shutil.rmtree(entry, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                entry.unlink()

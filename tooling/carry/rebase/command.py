@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from carry.base import atomic, scratch
+from carry.base import scratch
 from carry.base.errors import CarryError
 from carry.git import GitError, Ident, RefUpdate, Repo
 from carry.rebase import state as st
@@ -52,6 +52,7 @@ class Options:
     fetch: bool = False
     dry_run: bool = False
     force: bool = False
+    target_names: bool = False  # `carry rebase`: --onto v1.1.0 writes the release target's branch
 
 
 @dataclass
@@ -74,7 +75,7 @@ def in_progress(repo: Repo, series: str) -> list[dict[str, Any]]:
 def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
     if opts.fetch:
         targetmod.fetch(series, repo)
-    tlist = targetmod.resolve(series, repo, opts.onto, opts.targets)
+    tlist = targetmod.resolve(series, repo, opts.onto, opts.targets, opts.target_names)
     rerere.load(series.root)  # a damaged resolution is bad input, before any replay
     if opts.refresh and len(tlist) != 1:
         raise CarryError(f"--refresh writes one new version, but {len(tlist)} targets were "
@@ -365,33 +366,10 @@ def changelog_line(result: TargetResult) -> str:
     recorded = [p.file[:4] for p in result.patches if p.resolutions]
     if recorded:
         parts.append("recorded resolutions applied in " + ", ".join(recorded))
-    skipped = [p.file[:4] for p in result.patches if p.status == "skipped"]
-    if skipped:
-        parts.append("skipped " + ", ".join(skipped))
+    for label, which in (("edited", [p.file[:4] for p in result.patches
+                                     if p.reason == "edited"]),
+                         ("skipped", [p.file[:4] for p in result.patches
+                                      if p.status == "skipped"])):
+        if which:
+            parts.append(f"{label} " + ", ".join(which))
     return "; ".join(parts)
-
-
-def command(series: Series, repo: Repo, opts: Options, continue_: bool = False,
-            skip: bool = False, abort_: bool = False) -> list[TargetResult] | list[Aborted]:
-    """The `carry rebase` entry point: a new rebase, or one of the three ways to resume."""
-    actions = [n for n, on in (("--continue", continue_), ("--skip", skip), ("--abort", abort_))
-               if on]
-    if len(actions) > 1:
-        raise CarryError(f"give at most one of {', '.join(actions)}")
-    if not actions:
-        return run(series, repo, opts)
-    extra = [n for n, on in (("--branch", opts.branch), ("--refresh", opts.refresh),
-                             ("--fetch", opts.fetch), ("--dry-run", opts.dry_run),
-                             ("--force", opts.force)) if on]
-    if extra:
-        raise CarryError(f"{actions[0]} resumes the saved rebase; {', '.join(extra)} cannot "
-                         "change it now")
-    which = [*opts.onto, *opts.targets]
-    with atomic.own_files_only():  # a conflict worktree's files need not reach the disk
-        if abort_:
-            return abort(series, repo, which)
-        return resume(series, repo, "skip" if skip else "continue", which)
-
-
-def exit_code(results: Sequence[TargetResult] | Sequence[Aborted]) -> int:
-    return 0 if all(isinstance(r, Aborted) or r.status == "applied" for r in results) else 1

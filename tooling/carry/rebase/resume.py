@@ -1,5 +1,6 @@
 """Resuming like git: `carry rebase --continue` needs no series name when one rebase is stopped,
-and with several it asks which instead of acting on all of them.
+or when it runs in a stopped rebase's conflict worktree; with several and no worktree to say
+which, it asks instead of acting on all of them.
 
 It reads only the saved states, and prints the commands to run with the real paths.
 """
@@ -15,6 +16,7 @@ from carry.base.errors import CarryError
 from carry.git import Repo
 
 if TYPE_CHECKING:
+    from carry.rebase.action import Action
     from carry.rebase.command import Options
 
 
@@ -26,6 +28,7 @@ class StoppedRebase:
     target: str
     series_root: str = ""
     phase: str = ""
+    worktree: str = ""
 
 
 def main_checkout(repo: Repo) -> Repo:
@@ -47,7 +50,7 @@ def stopped(repo: Repo) -> list[StoppedRebase]:
     top = repo.carry_dir() / "rebase"
     names = sorted(d.name for d in top.iterdir() if d.is_dir()) if top.is_dir() else []
     return [StoppedRebase(name, s["target"]["name"], str(Path(s.get("series_root", "")).parent),
-                          s["phase"])
+                          s["phase"], s.get("worktree", ""))
             for name in names for s in rebase.in_progress(repo, name)]
 
 
@@ -92,21 +95,45 @@ def choose(repo: Repo, name: str | None, targets: list[str], action: str) -> Sto
                      f"{options}")
 
 
+@dataclass(frozen=True)
+class Located:
+    """Where `carry rebase` works: the repository, the series folder and name, and which of
+    the series' stopped rebases it resumes (target names or refs; none: its only one)."""
+
+    repo: Repo
+    root: Path
+    name: str
+    which: list[str]
+
+
+def _inside(here: Path, main: Repo) -> StoppedRebase | None:
+    """The stopped rebase whose conflict worktree `here` is, when carry runs in one."""
+    if here == main.path.resolve():
+        return None
+    return next((s for s in stopped(main)
+                 if s.worktree and Path(s.worktree).resolve() == here), None)
+
+
 def locate(repo: Repo, series_dir: Path | None, name: str | None, opts: Options,
-           continue_: bool, skip: bool, abort: bool) -> tuple[Repo, Path, str]:
-    """(repository, series folder, series name) for `carry rebase`: resuming finds them in the
-    saved state when not given; a new rebase needs NAME."""
+           action: Action) -> Located:
+    """The series and stopped rebase `carry rebase` acts on. Resuming finds them in the
+    saved states when not given: run inside a conflict worktree, the worktree says which
+    (as git's own worktree does), else the only one stopped; a new rebase needs NAME."""
     from carry.series.store import series_dir as locate_root
 
-    action = next((a for a, on in (("--continue", continue_), ("--skip", skip),
-                                   ("--abort", abort)) if on), "")
     root = locate_root(series_dir)
-    if action:
+    which = [*opts.onto, *opts.targets]
+    if action.resumes:
+        here = repo.path.resolve()
         repo = main_checkout(repo)
-        picked = choose(repo, name, [*opts.onto, *opts.targets], action)
+        inside = _inside(here, repo)
+        if inside is not None and not which and name in (None, inside.series):
+            picked, which = inside, [inside.target]
+        else:
+            picked = choose(repo, name, which, action.value)
         kept = Path(picked.series_root) if picked.series_root else None
         name, root = picked.series, locate_root(series_dir or kept)
     if not name:
-        raise CarryError("give the series NAME (only --continue, --skip and --abort can "
-                         "find it themselves)")
-    return repo, root, name
+        raise CarryError("give the series NAME (only --continue, --skip, --abort, --quit and "
+                         "--show-current-patch can find it themselves)")
+    return Located(repo, root, name, which)

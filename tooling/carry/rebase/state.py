@@ -20,7 +20,7 @@ from carry.replay.targets import ResolvedTarget
 from carry.replay.why import valid_cause
 
 VERSION = 2
-PHASES = ("conflict", "replaying", "finishing")
+PHASES = ("conflict", "edit", "replaying", "finishing")
 STATUSES = ("applied", "dropped", "conflict", "skipped", "pending", "would-conflict")
 _SHA = re.compile(r"[0-9a-f]{40}\Z")  # match() anchors the start; \Z, not $, the end
 _NEWER = {"cause", "builds_on", "resolutions"}  # patch fields a state written before them lacks
@@ -131,9 +131,10 @@ def _invalid(s: dict[str, Any]) -> str:
         return "field 'ready' or 'trial' does not fit the patches"
     if not 0 <= s["position"] <= len(s["patches"]):
         return f"position {s['position']} is outside the series"
-    if s["phase"] == "conflict" and (s["position"] == len(s["patches"]) or not s["worktree"]
-                                     or not Path(s["worktree"]).is_absolute()):
-        return "a conflict state without its patch or worktree"
+    if s["phase"] in ("conflict", "edit") and (
+            s["position"] == len(s["patches"]) or not s["worktree"]
+            or not Path(s["worktree"]).is_absolute()):
+        return f"a stop ({s['phase']}) without its patch or worktree"
     if s["phase"] == "finishing" and any(p["status"] in ("pending", "conflict", "would-conflict")
                                          for p in s["patches"]):
         return "a finishing state with patches not yet replayed"

@@ -39,16 +39,19 @@ def slug(name: str) -> str:
     return _SLUG.sub("-", name).strip("-.") or "target"
 
 
-def resolve(series: Series, repo: Repo, onto: Sequence[str],
-            names: Sequence[str]) -> list[ResolvedTarget]:
+def resolve(series: Series, repo: Repo, onto: Sequence[str], names: Sequence[str],
+            target_names: bool = False) -> list[ResolvedTarget]:
     """`--onto` refs and `--target` names; neither means every target of the manifest. Two
-    targets that would share a state file and a branch are refused, never merged silently."""
+    targets that would share a state file and a branch are refused, never merged silently.
+    `target_names`: an `--onto` release tag is named as its target names it (`onto_target`);
+    the CI job keeps the ref it was given, by which it names its cells."""
     m = series.manifest
     if not onto and not names:
         names = [t.name for t in m.targets]
         if not names:
             raise CarryError(f"series {series.name} has no targets; pass --onto REF")
-    out = [ResolvedTarget(ref, ref, repo.rev_parse(ref)) for ref in onto]
+    out = [onto_target(m.targets, repo, ref) if target_names else
+           ResolvedTarget(ref, ref, repo.rev_parse(ref)) for ref in onto]
     for name in names:
         out += _manifest_target(repo, m.target(name))
     seen: dict[str, ResolvedTarget] = {}
@@ -63,6 +66,20 @@ def resolve(series: Series, repo: Repo, onto: Sequence[str],
                              f"would share the name {r.slug!r} for their branch and state",
                              hint="give one of them")
     return unique
+
+
+def onto_target(targets: Sequence[Target], repo: Repo, ref: str) -> ResolvedTarget:
+    """An `--onto` ref as given, except a release tag that a tag-pattern target follows:
+    that one is named as the target names it (`upstream-release@v1.1.0`), so `--onto
+    v1.1.0` and the target write one branch, `carry/NAME/upstream-release-v1.1.0`, and
+    status --prune knows it by its pattern when a newer tag comes."""
+    sha = repo.rev_parse(ref)
+    tag = ref.removeprefix("refs/").removeprefix("tags/")
+    for t in targets:
+        if t.tags and tag in release_tags(repo, t.tags) and \
+                repo.try_rev_parse(f"refs/tags/{tag}") == sha:
+            return ResolvedTarget(f"{t.name}@{tag}", tag, sha)
+    return ResolvedTarget(ref, ref, sha)
 
 
 def _manifest_target(repo: Repo, t: Target) -> list[ResolvedTarget]:

@@ -1,0 +1,84 @@
+"""Two things to do at a stop besides going on, as git has them:
+
+- `--show-current-patch`: the stopped patch, its message and diff as `git show` prints them
+  (git shows REBASE_HEAD, the commit being picked; carry's is the patch as a commit on the
+  series base). Read-only.
+- `--quit`: stop being in a rebase and keep what is done, as `git rebase --quit` does: the
+  state goes and so does the conflict worktree, but nothing is put back. A branch that a
+  finishing rebase already moved stays moved, a series version it wrote stays, and the
+  patches replayed so far stay reachable from the head carry reports (`git branch NAME
+  HEAD` keeps them), where `--abort` would undo.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from carry.base.errors import CarryError
+from carry.git import Repo
+from carry.rebase import state as st
+from carry.rebase.checkout import remove as remove_worktree
+from carry.replay import targets as targetmod
+from carry.series.store import Series
+
+
+@dataclass
+class CurrentPatch:
+    series: str
+    target: str
+    patch: str  # the patch file
+    commit: str  # the patch as a commit on the series base
+    phase: str  # conflict | edit
+    show: str  # `git show` of it
+
+
+@dataclass
+class Quit:
+    series: str
+    target: str
+    branch: str
+    branch_at: str  # where the branch is, untouched ("" for none)
+    head: str  # the patches replayed so far
+    worktree: str  # removed
+
+
+def _one(series: Series, repo: Repo, which: Sequence[str], flag: str) -> dict[str, Any]:
+    from carry.rebase.command import _pick
+
+    states = _pick(repo, series, which)
+    if len(states) > 1:
+        names = ", ".join(s["target"]["name"] for s in states)
+        raise CarryError(f"several rebases of {series.name} are in progress ({names}); "
+                         f"{flag} acts on one", hint="name one with --target or --onto")
+    return states[0]
+
+
+def current_patch(series: Series, repo: Repo, which: Sequence[str]) -> CurrentPatch:
+    state = _one(series, repo, which, "--show-current-patch")
+    target = state["target"]["name"]
+    if state["phase"] not in ("conflict", "edit"):
+        raise CarryError(f"the rebase of {series.name} onto {target} is not stopped at a "
+                         f"patch (it is {state['phase']})", hint="carry rebase --continue")
+    step = st.steps(state)[state["position"]]
+    shown = repo.show_commit(step.source).decode("utf-8", "replace")
+    return CurrentPatch(series.name, target, step.file, step.source, state["phase"], shown)
+
+
+def quit_(series: Series, repo: Repo, which: Sequence[str]) -> list[Quit]:
+    from carry.rebase.command import _pick
+
+    out = []
+    for state in _pick(repo, series, which):
+        t = state["target"]
+        wt = Path(state["worktree"]) if state["worktree"] else None
+        if wt is not None:
+            remove_worktree(repo, wt)
+        ref = state["branch"]
+        at = repo.try_rev_parse(ref) if repo.ref_exists(ref) else None
+        st.state_path(repo, series.name, targetmod.slug(t["name"])).unlink(missing_ok=True)
+        out.append(Quit(series.name, t["name"], ref, at or "", state["head"],
+                        str(wt) if wt else ""))
+    return out

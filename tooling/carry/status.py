@@ -155,7 +155,8 @@ def run(series_list: list[Series], repo_path: str | None, prune: bool = False) -
         for s in series_list:
             m = s.manifest
             st = SeriesStatus(m.name, m.version, len(s.patches()),
-                              f"{m.base.ref} {m.base.commit[:12]}".strip(),
+                              (m.base.commit[:12] if m.base.ref == m.base.commit
+                               else f"{m.base.ref} {m.base.commit[:12]}".strip()),
                               [t.name for t in m.targets])
             _resolutions(repo, s, st, prune)
             if repo is not None:

@@ -52,6 +52,11 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
             render.say(f"  {r.target}: {r.message}")
         for line in _recorded(r):
             render.say(f"  {r.target}: {line}")
+        if r.recorded and r.recorded["files"] and series_root:
+            from carry.series.versions import commit_command  # written, not committed
+
+            if cmd := commit_command(f"{series_root}/{r.series}", r.recorded["version"]):
+                render.say(f"  commit it: {cmd}")
         if r.updated:
             render.say(f"  {r.target}: {r.branch} -> {_short(r.head)}")
         elif r.status == "applied" and not r.dry_run and r.branch:

@@ -48,6 +48,8 @@ def show_import(r: ImportResult) -> None:
         render.say(f"  {p}")
     if r.linearized:
         _show_linearized(r.linearized)
+    if r.commit:
+        render.say(f"commit it: {r.commit}")
     if r.note:
         render.warn(r.note)
 

@@ -173,7 +173,7 @@ def dco_findings(series: Series, reports: list[PatchReport]) -> list[Finding]:
         return [Finding("note", "DCO: every patch is signed off by its author")]
     return [Finding("violation", f"DCO: {len(gaps)} patch(es) lack their author's sign-off: "
                     + ", ".join(u.who() for u in gaps)
-                    + "; each author signs their own: carry trailers NAME --signoff")]
+                    + f"; each author signs their own: carry trailers {series.name} --signoff")]
 
 
 def run(series: Series, against: Repo | None = None, dco: bool = False) -> CheckReport:

@@ -34,6 +34,7 @@ class ImportResult:
     source: str
     note: str = ""
     linearized: Report | None = None  # the merges of upstream carried across, when any
+    commit: str = ""  # the git command that commits the new version (written, not committed)
 
 
 def open_source(spec: str, scratch: ExitStack) -> Repo:
@@ -54,14 +55,18 @@ def resolve_range(
     if rng:
         if ".." not in rng or "..." in rng:
             raise CarryError(f"--range must look like BASE..HEAD, got {rng!r}")
-        base, head = repo.commit_ids([end or "HEAD" for end in rng.split("..", 1)])
-        return base, head, rng
-    if not base_ref:
+        # As `git format-patch A..B`: the commits apply to where B left A, so a branch cut
+        # before upstream moved on is based on that fork point, not on A's tip.
+        base_ref, head_ref = (end or "HEAD" for end in rng.split("..", 1))
+        base_sha, head = repo.commit_ids([base_ref, head_ref])
+        desc = rng
+    elif not base_ref:
         raise CarryError("--branch and --pr need a base ref", hint="pass --base REF")
-    base_sha = repo.rev_parse(base_ref)
+    else:
+        base_sha = repo.rev_parse(base_ref)
     if branch:
         head, desc = repo.rev_parse(branch), f"branch {branch}"
-    else:
+    elif pr:
         local = f"refs/carry/pull/{pr}"
         if not repo.ref_exists(f"refs/pull/{pr}/head"):
             remotes = repo.remotes()
@@ -142,7 +147,8 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
         f"test plan); `carry init {name} --upstream OWNER/REPO --fork OWNER/REPO --repo PATH` "
         "makes a full one before the import")
     return ImportResult(name, manifest.version, changed, base, head, list(files), desc, note,
-                        linear.report)
+                        linear.report,
+                        versions.commit_command(root / name, manifest.version) if changed else "")
 
 
 def _base_name(repo: Repo, base: str, names: list[str]) -> str:

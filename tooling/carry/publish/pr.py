@@ -121,23 +121,26 @@ def reports_for(series_list: list[Series], repo: Repo, branch: str, commit: str,
     return out
 
 
-def series_patch_ids(repo: Repo, series_list: list[Series]) -> dict[str, str]:
-    """patch-id -> `name/file`, in one `git patch-id` process."""
-    named = [(s.name, patchmod.load(p.path, p.number)) for s in series_list
-             for p in s.patches()]
-    ids = repo.diff_patch_ids([p.diff for _, p in named])
-    return {pid: f"{name}/{p.file}" for (name, p), pid in zip(named, ids, strict=True) if pid}
-
-
 def carried(repo: Repo, series_list: list[Series], base: str, head: str,
             base_name: str) -> tuple[prbody.Pushed, list[str]]:
     """The commits of base..head (`base_name` the branch the PR targets), which of them
-    carries each series patch (by patch-id), and the patches none carries."""
+    carries each series patch, and the patches none carries. A patch is carried by the
+    commit with its patch-id or, failing that, with its author line (name, email, date) and
+    message: carry keeps those byte for byte, so a patch a replay merged into other context,
+    or a recorded resolution changed, is still found (a patch-id alone would call it
+    missing)."""
     commits = repo.rev_list(base, head)
     have = dict(repo.log_patch_ids([f"{base}..{head}"]))  # patch-id -> commit
-    ids = series_patch_ids(repo, series_list)
-    found = {name: have[pid] for pid, name in ids.items() if pid in have}
-    missing = sorted(name for name in ids.values() if name not in found)
+    named = [(f"{s.name}/{p.name}", patchmod.load(p.path, p.number)) for s in series_list
+             for p in s.patches()]
+    ids = repo.diff_patch_ids([p.diff for _, p in named])
+    found = {name: have[pid] for (name, _), pid in zip(named, ids, strict=True)
+             if pid and pid in have}
+    if len(found) < len(named):
+        by_ident = {(c.author.line(), c.message): c.sha for c in repo.read_commits(commits)}
+        found |= {name: by_ident[key] for name, p in named if name not in found
+                  and (key := (p.author.line(), p.message)) in by_ident}
+    missing = sorted(name for name, _ in named if name not in found)
     return prbody.Pushed(head, base_name, len(commits), found), missing
 
 

@@ -45,8 +45,11 @@ def _target(series: Series, repo: Repo, base: str, onto: str | None) -> Resolved
     if onto:
         return targetmod.onto_target(series.manifest.targets, repo, onto)
     ref = series.manifest.base.ref
-    named = ref if ref and repo.try_rev_parse(ref) == base else base
-    return ResolvedTarget(named, named, base)
+    if ref and ref != base and repo.try_rev_parse(ref) == base:
+        return ResolvedTarget(ref, ref, base)
+    # a base known only by its commit: its worktree and branch are `base-<short>`, not
+    # named by 40 hex digits
+    return ResolvedTarget(f"base-{base[:12]}", base, base)
 
 
 def start(series: Series, repo: Repo, number: int, onto: str | None = None) -> EditStop:

@@ -69,7 +69,8 @@ def refuse_unsigned(series_list: list[Series], forge_repo: str) -> None:
     if gaps:
         raise CarryError(f"{forge_repo} checks DCO: {len(gaps)} patch(es) lack their author's "
                          f"Signed-off-by: {', '.join(gaps)}",
-                         hint="each author signs their own (carry trailers NAME --signoff); "
+                         hint="each author signs their own (carry trailers "
+                              f"{' / '.join(s.name for s in series_list)} --signoff); "
                               "or pass --allow-no-dco")
 
 

@@ -80,6 +80,8 @@ def resolve_range(
             repo.set_ref(local, repo.rev_parse(f"refs/pull/{pr}/head"), ANY, reflog=False)
         head, desc = repo.rev_parse(local), f"pull request #{pr}"
     mb = repo.merge_base(base_sha, head)
+    if mb is None and rng and repo.shallow_boundary():
+        return base_sha, head, desc  # the cut hides the fork point: the import says so
     if mb is None:
         raise CarryError(f"{desc} shares no history with {base_ref}")
     return mb, head, desc

@@ -252,6 +252,8 @@ def test_the_marker_is_parsed_not_searched() -> None:
     assert tracking.matches(f"{mark}\n", "goo", "release") is None
     assert tracking.matches(f"{mark}\n", "good", "release@v4") is None
     assert tracking.parse(f"quoted in prose: {mark} here") is None
+    # a body GitHub's web editor saved, with CRLF line ends, is still the issue's
+    assert tracking.matches(f"{mark}\r\n\r\nedited by hand\r\n", "good", "release")
     spaced = tracking.marker("good", "dev branch", "dev/x y", "b" * 40)
     assert tracking.matches(spaced + "\n", "good", "dev branch") == {
         "series": "good", "target": "dev branch", "ref": "dev/x y", "upstream": "b" * 40}

@@ -50,7 +50,7 @@ def marker(series: str, target: str, ref: str, upstream: str) -> str:
 
 def parse(body: str) -> dict[str, str] | None:
     """The marker's fields, or None when the body has no well-formed carry marker."""
-    m = _LINE.search(body)
+    m = _LINE.search(body.replace("\r\n", "\n"))  # GitHub's web editor saves CRLF
     if m is None:
         return None
     pairs = (kv.split("=", 1) for kv in m.group(1).split())

@@ -200,6 +200,81 @@ def test_fifty_kills_of_every_command(project: dict[str, Any]) -> None:
     assert all(v["killed"] >= 10 for v in seen.values()), seen
 
 
+def _edit_campaign(ctx: dict[str, Any], kills: int) -> dict[str, int]:
+    """`rebase --continue` of `carry edit demo 5` (F12): it writes the amended patch as a new
+    version and replays the later seven. A kill anywhere, then the --continue a maintainer
+    runs again, ends in the one new state: one new version, no duplicate, every patch kept;
+    and --abort after a kill puts back the repository and series as they were before the edit
+    (or leaves the finished new state, when the kill came after the last write)."""
+    up: CommitBuilder = ctx["up"]
+    root: Path = ctx["root"]
+    args = ("--repo", str(up.path), "--series-dir", str(root))
+    d = root / "demo"
+    manifest = (d / "series.toml").read_bytes()
+    patches = {p.name: p.read_bytes() for p in (d / "patches").iterdir()}
+    tags = git(root.parent, "tag", "--list").split()
+
+    def put_back() -> None:
+        run_carry("rebase", "demo", "--abort", *args)
+        for ref in git(up.path, "for-each-ref", "--format=%(refname)", "refs/heads/carry/"
+                       ).split():
+            git(up.path, "update-ref", "-d", ref)
+        for t in git(root.parent, "tag", "--list").split():
+            if t not in tags:
+                git(root.parent, "tag", "-d", t)
+        for p in (d / "patches").iterdir():
+            p.unlink()
+        for name, data in patches.items():
+            (d / "patches" / name).write_bytes(data)
+        (d / "series.toml").write_bytes(manifest)
+
+    def edited() -> None:
+        put_back()
+        res = run_carry("edit", "demo", "5", "--json", *args)
+        assert res.code == 0, res.err
+        import json
+        wt = Path(json.loads(res.out)["worktree"])
+        (wt / "pkg" / "m4.py").write_text("X = 40\n")
+        git(wt, "commit", "-q", "-a", "--amend", "-m", "P4, amended\n\nSigned-off-by: "
+            f"{LOGPROBZ}\n")
+
+    def again() -> None:
+        res = run_carry("rebase", "demo", "--continue", *args)
+        assert res.code == 0 or "no carry rebase of demo is in progress" in res.err, res.err
+        assert run_carry("rebase", "demo", "--continue", *args).code != 0  # nothing left
+
+    cont = ("rebase", "demo", "--continue", *args)
+    seen = Campaign(up.path, root, kills, seed=kills + 7).run(cont, edited, again)
+    manifest_text = (d / "series.toml").read_text()
+    assert "version = 2" in manifest_text and len(list((d / "patches").iterdir())) == 12
+    put_back()
+    before = (_branches(up.path), _series_bytes(root))
+    edited()
+    full = _timed(cont)
+    new = (_branches(up.path), _series_bytes(root))
+    rng = random.Random(kills)
+    for i in range(kills):
+        edited()
+        kill_after(cont, full * 1.2 * (i + rng.random()) / kills)
+        res = run_carry("rebase", "demo", "--abort", *args)
+        assert res.code == 0 or "no carry rebase of demo is in progress" in res.err, res.err
+        now = (_branches(up.path), _series_bytes(root))
+        assert now in (before, new), f"kill {i} then --abort: a mix of old and new"
+        put_back()
+    return seen
+
+
+def test_a_killed_edit_continue_finishes_once_or_aborts_whole(project: dict[str, Any]) -> None:
+    _edit_campaign(project, kills=3)
+
+
+@pytest.mark.slow
+def test_thirty_kills_of_edit_continue(project: dict[str, Any]) -> None:
+    seen = _edit_campaign(project, kills=30)
+    print(f"kills that hit edit's --continue, of 30: {seen}")
+    assert seen["killed"] >= 6, seen
+
+
 # -- the conflict loop (F10 item 4) -----------------------------------------------------------
 
 

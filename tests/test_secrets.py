@@ -88,6 +88,9 @@ def test_links_and_odd_files_in_a_series_are_refused(
         assert r.code == 2, (args, r.out, r.err)
         line = _one_line(r.err)
         assert "symbolic link" in line or "not a regular file" in line, line
+        if what in ("patch", "patches-dir"):  # the hint names what the link stands for
+            kind = "file" if what == "patch" else "directory"
+            assert f"replace the link with the {kind} itself" in line, line
     assert _bytes(series_root) == before
     assert git(fork.path, "branch", "--list", "x") == ""
 

@@ -78,7 +78,8 @@ def _file_bytes(rel: str, data: bytes) -> bytes:
 def refuse_link(path: Path) -> None:
     if path.is_symlink():
         raise CarryError(f"{path}: is a symbolic link; carry follows no link out of a series "
-                         "directory", hint="replace the link with the directory itself")
+                         "directory", hint="replace the link with the "
+                         f"{'directory' if path.resolve().is_dir() else 'file'} itself")
 
 
 def write_dir(root: Path, files: Mapping[str, bytes], dirs: Iterable[str],

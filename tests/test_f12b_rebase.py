@@ -144,3 +144,21 @@ def test_an_emptied_folder_a_killed_worktree_add_left_locked_is_made_again(
     r = run_carry("rebase", "--continue", *args)
     assert r.code == 1, r.err
     assert git(wt, "status", "--porcelain").startswith("UU src/util.py")
+
+
+def test_abort_removes_a_worktree_a_killed_add_left_half_made(
+        upstream: CommitBuilder, series_root: Path) -> None:
+    """A `kill -9` inside `git worktree add` can leave the worktree registered with no HEAD
+    yet, under git's "initializing" lock: `worktree remove` refuses it and `prune` skips it.
+    `--abort` must still leave the repository with no worktree but its own."""
+    args = _stopped_once(upstream, series_root)
+    assert run_carry("rebase", "--continue", *args).code == 1  # the worktree, made
+    wt = upstream.path.parent / f"{upstream.path.name}.carry" / "demo" / "main"
+    admin = Path(git(wt, "rev-parse", "--absolute-git-dir"))
+    (admin / "locked").write_text("initializing\n")  # as `add` leaves it, killed mid-way
+    (admin / "HEAD").unlink()
+    assert "locked initializing" in git(upstream.path, "worktree", "list", "--porcelain")
+    r = run_carry("rebase", "--abort", *args)
+    assert r.code == 0, r.err
+    assert git(upstream.path, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert not wt.exists() and not admin.exists()

@@ -3,6 +3,7 @@ resolve) or a validation checkout, each in a folder of its own, never the user's
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Self
 
@@ -51,8 +52,25 @@ class Worktrees(Base):
             self.common_dir / "worktrees").resolve() and back == (path / ".git").resolve()
 
     def worktree_remove(self, path: Path) -> None:
-        self._run("worktree", "remove", "--force", "--force", EOO, str(path), check=False)
+        """`--force` twice removes a locked worktree too. One that a killed `add` left
+        half-made (no HEAD yet, under git's "initializing" lock) fails `remove`'s own
+        validation, and `prune` skips it while it is locked, so its registration would
+        outlive `--abort`: its folder is the caller's own, so it goes, then the lock."""
+        proc = self._run("worktree", "remove", "--force", "--force", EOO, str(path),
+                         check=False)
+        if proc.returncode != 0 and self._initializing(path):
+            shutil.rmtree(path, ignore_errors=True)
+            self._run("worktree", "unlock", EOO, str(path), check=False)
         self.worktree_prune()
+
+    def _initializing(self, path: Path) -> bool:
+        """Whether `path` is registered as a worktree still under `add`'s lock."""
+        want = f"worktree {path.resolve()}"
+        for entry in self._out("worktree", "list", "--porcelain").split("\n\n"):
+            lines = entry.splitlines()
+            if lines and lines[0] == want and "locked initializing" in lines:
+                return True
+        return False
 
     def worktree_prune(self) -> None:
         self._run("worktree", "prune", check=False)

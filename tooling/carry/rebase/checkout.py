@@ -86,8 +86,7 @@ def remove(repo: Repo, wt: Path, tidy: bool = True) -> None:
         notes.warn(f"removed the conflict worktree {wt}, where this shell is; its folder is "
                    f"kept, empty, so the shell is not left in a deleted one: cd {repo.path}")
         return
-    if wt.exists():
-        repo.worktree_remove(wt)
+    repo.worktree_remove(wt)  # also when its folder is gone: a registration may be left
     shutil.rmtree(wt, ignore_errors=True)
     repo.worktree_prune()
     for empty in (wt.parent, wt.parent.parent) if tidy else ():

@@ -169,6 +169,8 @@ def test_status_lists_every_branch_and_prune_removes_only_obsolete_ones_carry_wr
     assert not branches["carry/good/v1-mine"]["obsolete"]
     text = run_carry("status", "good", "--repo", str(up.path), env=env).out
     assert "`carry status good --prune` removes it" in text
+    bare = run_carry("status", "--prune", "--repo", str(up.path), env=env)  # no NAME
+    assert bare.code == 2 and "(hint: carry status good --prune)" in bare.err, bare.err
     # someone moves carry/good/v1: it is no longer carry's to remove
     git(up.path, "update-ref", "-m", "by hand", "refs/heads/carry/good/v1", "v1")
     pruned = _status(up, env, "--prune")

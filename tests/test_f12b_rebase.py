@@ -10,6 +10,8 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import CommitBuilder, git, run_carry, util
 
 
@@ -146,19 +148,32 @@ def test_an_emptied_folder_a_killed_worktree_add_left_locked_is_made_again(
     assert git(wt, "status", "--porcelain").startswith("UU src/util.py")
 
 
-def test_abort_removes_a_worktree_a_killed_add_left_half_made(
-        upstream: CommitBuilder, series_root: Path) -> None:
-    """A `kill -9` inside `git worktree add` can leave the worktree registered with no HEAD
-    yet, under git's "initializing" lock: `worktree remove` refuses it and `prune` skips it.
-    `--abort` must still leave the repository with no worktree but its own."""
+@pytest.mark.parametrize("cut", ["HEAD", "commondir"])
+@pytest.mark.parametrize("then", ["--abort", "--continue"])
+def test_a_worktree_a_killed_add_left_half_made_is_forgotten(
+        upstream: CommitBuilder, series_root: Path, cut: str, then: str) -> None:
+    """A `kill -9` inside `git worktree add` leaves the worktree registered under git's
+    "initializing" lock with a file not yet written: HEAD missing (`worktree remove` refuses
+    it, `prune` skips it), or commondir created and still empty, which makes every `git
+    worktree` command die. `--abort` leaves no worktree but the repository's own;
+    `--continue` makes the conflict worktree again."""
     args = _stopped_once(upstream, series_root)
     assert run_carry("rebase", "--continue", *args).code == 1  # the worktree, made
     wt = upstream.path.parent / f"{upstream.path.name}.carry" / "demo" / "main"
     admin = Path(git(wt, "rev-parse", "--absolute-git-dir"))
     (admin / "locked").write_text("initializing\n")  # as `add` leaves it, killed mid-way
-    (admin / "HEAD").unlink()
-    assert "locked initializing" in git(upstream.path, "worktree", "list", "--porcelain")
-    r = run_carry("rebase", "--abort", *args)
-    assert r.code == 0, r.err
-    assert git(upstream.path, "worktree", "list", "--porcelain").count("worktree ") == 1
-    assert not wt.exists() and not admin.exists()
+    if cut == "HEAD":
+        (admin / "HEAD").unlink()
+    else:
+        (admin / "commondir").write_bytes(b"")
+    state = upstream.path / ".git/carry/rebase/demo/main.json"
+    state.write_text(json.dumps({**json.loads(state.read_text()), "ready": False}))
+    r = run_carry("rebase", then, *args)  # as after a kill before the worktree was ready
+    assert r.code == (0 if then == "--abort" else 1), r.err
+    listed = git(upstream.path, "worktree", "list", "--porcelain")
+    if then == "--abort":
+        assert listed.count("worktree ") == 1
+        assert not wt.exists() and not list((upstream.path / ".git").glob("worktrees/*/locked"))
+    else:
+        assert listed.count("worktree ") == 2 and "locked" not in listed
+        assert git(wt, "status", "--porcelain").startswith("UU src/util.py")

@@ -18,6 +18,7 @@ class Worktrees(Base):
         repository's post-checkout hook). `--force` twice: a worktree that a killed `add` left
         registered at `path` under git's "initializing" lock is replaced, not an error (and
         `path` may be an empty folder, the one a shell was left in: `rebase.checkout`)."""
+        self.forget_half_made(path)  # else `add` dies reading its missing commondir
         self._run("worktree", "add", "--no-checkout", "--detach", "--force", "--force", EOO,
                   str(path), commit, tied=True)
         made = type(self)(path.resolve())
@@ -52,25 +53,32 @@ class Worktrees(Base):
             self.common_dir / "worktrees").resolve() and back == (path / ".git").resolve()
 
     def worktree_remove(self, path: Path) -> None:
-        """`--force` twice removes a locked worktree too. One that a killed `add` left
-        half-made (no HEAD yet, under git's "initializing" lock) fails `remove`'s own
-        validation, and `prune` skips it while it is locked, so its registration would
-        outlive `--abort`: its folder is the caller's own, so it goes, then the lock."""
+        """`--force` twice removes a locked worktree too; one a killed `add` left half-made
+        is forgotten (`forget_half_made`). The caller deletes what is left of the folder."""
         proc = self._run("worktree", "remove", "--force", "--force", EOO, str(path),
                          check=False)
-        if proc.returncode != 0 and self._initializing(path):
-            shutil.rmtree(path, ignore_errors=True)
-            self._run("worktree", "unlock", EOO, str(path), check=False)
+        if proc.returncode != 0:
+            self.forget_half_made(path)
         self.worktree_prune()
 
-    def _initializing(self, path: Path) -> bool:
-        """Whether `path` is registered as a worktree still under `add`'s lock."""
-        want = f"worktree {path.resolve()}"
-        for entry in self._out("worktree", "list", "--porcelain").split("\n\n"):
-            lines = entry.splitlines()
-            if lines and lines[0] == want and "locked initializing" in lines:
-                return True
-        return False
+    def forget_half_made(self, path: Path) -> None:
+        """A `kill -9` inside `git worktree add` leaves its admin folder under
+        `worktrees/` locked "initializing", with any of its files (gitdir, commondir, HEAD)
+        still missing. `remove` refuses it, `prune` skips it while it is locked, and one
+        with no commondir makes every later `git worktree` command die ("failed to read
+        commondir"), `add` and `list` included. So it is found here by its files, not by
+        asking git: the admin folder locked "initializing" whose gitdir names `path`, and
+        it is deleted, as `prune` would delete an unlocked one."""
+        want = (path / ".git").resolve()
+        admins = self.common_dir / "worktrees"
+        for admin in admins.iterdir() if admins.is_dir() else ():
+            try:
+                locked = (admin / "locked").read_text("utf-8").strip()
+                named = Path((admin / "gitdir").read_text("utf-8").strip()).resolve()
+            except (OSError, ValueError):
+                continue
+            if locked == "initializing" and named == want and not admin.is_symlink():
+                shutil.rmtree(admin, ignore_errors=True)
 
     def worktree_prune(self) -> None:
         self._run("worktree", "prune", check=False)

@@ -177,3 +177,21 @@ def test_a_worktree_a_killed_add_left_half_made_is_forgotten(
     else:
         assert listed.count("worktree ") == 2 and "locked" not in listed
         assert git(wt, "status", "--porcelain").startswith("UU src/util.py")
+
+
+def test_a_half_made_worktree_of_a_gone_folder_does_not_break_the_next_one(
+        upstream: CommitBuilder, series_root: Path, tmp_path: Path) -> None:
+    """A validation killed inside `git worktree add` leaves a half-made worktree (commondir
+    empty) whose scratch folder is later swept: git can no longer add any worktree. The next
+    conflict worktree is still made, and that entry is gone."""
+    args = _stopped_once(upstream, series_root)
+    other = tmp_path / "scratch" / "v2"
+    git(upstream.path, "worktree", "add", "-q", "--detach", str(other), "main")
+    admin = Path(git(other, "rev-parse", "--absolute-git-dir"))
+    (admin / "locked").write_text("initializing\n")
+    (admin / "commondir").write_bytes(b"")
+    shutil.rmtree(other)
+    r = run_carry("rebase", "--continue", *args)
+    assert r.code == 1, r.err
+    assert not admin.exists()
+    assert git(upstream.path, "worktree", "list", "--porcelain").count("worktree ") == 2

@@ -67,8 +67,10 @@ class Worktrees(Base):
         still missing. `remove` refuses it, `prune` skips it while it is locked, and one
         with no commondir makes every later `git worktree` command die ("failed to read
         commondir"), `add` and `list` included. So it is found here by its files, not by
-        asking git: the admin folder locked "initializing" whose gitdir names `path`, and
-        it is deleted, as `prune` would delete an unlocked one."""
+        asking git: an admin folder locked "initializing" whose gitdir names `path`, or a
+        folder that is gone (a killed validation's checkout, its scratch swept; an `add`
+        still running has made its folder before it writes gitdir), and it is deleted, as
+        `prune` would delete an unlocked one."""
         want = (path / ".git").resolve()
         admins = self.common_dir / "worktrees"
         for admin in admins.iterdir() if admins.is_dir() else ():
@@ -77,7 +79,8 @@ class Worktrees(Base):
                 named = Path((admin / "gitdir").read_text("utf-8").strip()).resolve()
             except (OSError, ValueError):
                 continue
-            if locked == "initializing" and named == want and not admin.is_symlink():
+            if locked == "initializing" and (named == want or not named.parent.exists()) \
+                    and not admin.is_symlink():
                 shutil.rmtree(admin, ignore_errors=True)
 
     def worktree_prune(self) -> None:

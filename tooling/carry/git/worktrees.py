@@ -61,7 +61,7 @@ class Worktrees(Base):
             self.forget_half_made(path)
         self.worktree_prune()
 
-    def forget_half_made(self, path: Path) -> None:
+    def forget_half_made(self, path: Path | None = None) -> None:
         """A `kill -9` inside `git worktree add` leaves its admin folder under
         `worktrees/` locked "initializing", with any of its files (gitdir, commondir, HEAD)
         still missing. `remove` refuses it, `prune` skips it while it is locked, and one
@@ -71,7 +71,7 @@ class Worktrees(Base):
         folder that is gone (a killed validation's checkout, its scratch swept; an `add`
         still running has made its folder before it writes gitdir), and it is deleted, as
         `prune` would delete an unlocked one."""
-        want = (path / ".git").resolve()
+        want = (path / ".git").resolve() if path is not None else None
         admins = self.common_dir / "worktrees"
         for admin in admins.iterdir() if admins.is_dir() else ():
             try:
@@ -89,6 +89,7 @@ class Worktrees(Base):
     def worktree_of(self, ref: str) -> str | None:
         """The worktree that has `ref` checked out, if any: moving it would strand its files."""
         current = None
+        self.forget_half_made()  # `list` dies on one
         for line in self._out("worktree", "list", "--porcelain").splitlines():
             if line.startswith("worktree "):
                 current = line[9:]

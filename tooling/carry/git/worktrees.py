@@ -65,7 +65,7 @@ class Worktrees(Base):
         """A `kill -9` inside `git worktree add` leaves its admin folder under
         `worktrees/` locked "initializing", with any of its files (gitdir, commondir, HEAD)
         still missing. `remove` refuses it, `prune` skips it while it is locked, and one
-        with no commondir makes every later `git worktree` command die ("failed to read
+        whose commondir is still empty makes every `git worktree` command die ("failed to read
         commondir"), `add` and `list` included. So it is found here by its files, not by
         asking git: an admin folder locked "initializing" whose gitdir names `path`, or a
         folder that is gone (a killed validation's checkout, its scratch swept; an `add`

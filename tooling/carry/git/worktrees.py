@@ -18,7 +18,7 @@ class Worktrees(Base):
         repository's post-checkout hook). `--force` twice: a worktree that a killed `add` left
         registered at `path` under git's "initializing" lock is replaced, not an error (and
         `path` may be an empty folder, the one a shell was left in: `rebase.checkout`)."""
-        self.forget_half_made(path)  # else `add` dies reading its missing commondir
+        self.forget_half_made(path)  # else `add` dies reading its empty commondir
         self._run("worktree", "add", "--no-checkout", "--detach", "--force", "--force", EOO,
                   str(path), commit, tied=True)
         made = type(self)(path.resolve())
@@ -54,12 +54,14 @@ class Worktrees(Base):
 
     def worktree_remove(self, path: Path) -> None:
         """`--force` twice removes a locked worktree too; one a killed `add` left half-made
-        is forgotten (`forget_half_made`). The caller deletes what is left of the folder."""
+        is forgotten (`forget_half_made`), and whatever is left at `path` (an invalid
+        `.git`, a folder git never registered) goes before the prune that forgets it."""
         proc = self._run("worktree", "remove", "--force", "--force", EOO, str(path),
                          check=False)
         if proc.returncode != 0:
             self.forget_half_made(path)
-        self.worktree_prune()
+            shutil.rmtree(path, ignore_errors=True)
+            self.worktree_prune()
 
     def forget_half_made(self, path: Path | None = None) -> None:
         """A `kill -9` inside `git worktree add` leaves its admin folder under

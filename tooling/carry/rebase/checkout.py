@@ -87,8 +87,6 @@ def remove(repo: Repo, wt: Path, tidy: bool = True) -> None:
                    f"kept, empty, so the shell is not left in a deleted one: cd {repo.path}")
         return
     repo.worktree_remove(wt)  # also when its folder is gone: a registration may be left
-    shutil.rmtree(wt, ignore_errors=True)
-    repo.worktree_prune()
     for empty in (wt.parent, wt.parent.parent) if tidy else ():
         with contextlib.suppress(OSError):
             empty.rmdir()

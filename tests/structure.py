@@ -149,7 +149,7 @@ def undocumented(doc: Path = ROOT / "docs" / "architecture.md") -> list[str]:
     """Modules docs/architecture.md never names (as `stage/module.py` or `module.py`)."""
     text = doc.read_text(encoding="utf-8") if doc.is_file() else ""
     missing = []
-    for name, path in modules().items():
+    for path in modules().values():
         if path.name == "__init__.py" or path.name == "__main__.py":
             continue
         rel = path.relative_to(PKG).as_posix()

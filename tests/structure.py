@@ -54,7 +54,10 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             mod = _resolve(name, path.name == "__init__.py", node)
-            targets = [f"{mod}.{a.name}" for a in node.names] + [mod]
+            # `from pkg import submodule` is an edge to the submodule; any other name is
+            # an edge to the module that defines it
+            targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in known else mod
+                       for a in node.names]
         for target in targets:
             while target and target not in known:
                 target = target.rpartition(".")[0]

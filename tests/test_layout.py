@@ -5,10 +5,13 @@ order), no module is over 400 lines, and the package's top holds at most four mo
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from tests import structure
 
 PKG = Path(__file__).resolve().parent.parent / "tooling" / "carry"
 
@@ -94,7 +97,18 @@ def test_no_module_over_400_lines_and_a_small_top() -> None:
     assert len(top) <= 4, top
 
 
-def test_every_stage_says_what_it_owns() -> None:
+def test_every_stage_says_what_it_imports_and_the_docs_name_every_module() -> None:
+    """A stage's docstring states the stages it may import, exactly as ALLOWED has them, and
+    docs/architecture.md names every module: words that drift from the code fail here."""
+    wrong = []
     for pkg in sorted(p for p in PKG.iterdir() if (p / "__init__.py").is_file()):
         doc = ast.get_docstring(ast.parse((pkg / "__init__.py").read_text(encoding="utf-8")))
-        assert doc and len(doc) > 40, f"{pkg.name}/__init__.py needs a docstring"
+        said = re.search(r"Imports ([^.]*)\.", " ".join((doc or "").split()))
+        assert said, f"{pkg.name}/__init__.py: its docstring must say what the stage imports"
+        words = set(re.findall(r"[a-z_]+", said.group(1)))
+        named = set(ALLOWED) & words if "every" not in words else ALLOWED[pkg.name]
+        if named != ALLOWED[pkg.name] and not ("nothing" in words and not ALLOWED[pkg.name]):
+            wrong.append(f"{pkg.name}: says {sorted(named)}, imports {sorted(ALLOWED[pkg.name])}")
+    assert not wrong, wrong
+    assert structure.undocumented() == [], "docs/architecture.md must name these modules"
+

@@ -332,11 +332,35 @@ def _hostile(rdir: Path, good: bytes, kind: str) -> str:
     if kind == "wrong patch":
         name.write_bytes(good.replace(b"patch 0002", b"patch 0003"))
         return "records patch 0003 but is named for another"
+    return _hostile_numbers(rdir, name, good, kind)
+
+
+def _hostile_numbers(rdir: Path, name: Path, good: bytes, kind: str) -> str:
+    """Numbers and nesting carry did not write: `²` is isdigit(), int() refuses 5,000
+    digits, json.loads recurses, and `\\d` matches Arabic-Indic digits."""
+    edits = {"superscript": (b"hunks 1\n", "hunks \u00b2\n".encode()),
+             "5000 digits": (b"hunks 1\n", b"hunks " + b"1" * 5000 + b"\n"),
+             "5000-digit version": (b"version 2\n", b"version " + b"9" * 5000 + b"\n"),
+             "5000-digit section": (b"base 1\n", b"base " + b"1" * 5000 + b"\n"),
+             "deep path": (b'path "src/util.py"', b"path " + b"[" * 100_000 + b"]" * 100_000),
+             "deep recorded": (b"hunks 1\n", b"recorded " + b"{\"a\":" * 100_000 + b"1"
+                               + b"}" * 100_000 + b"\nhunks 1\n"),
+             "NUL bytes": (b"carry resolution 1\n", b"carry resolution 1\0\n")}
+    if kind in edits:
+        old, new = edits[kind]
+        assert old in good, kind
+        name.write_bytes(good.replace(old, new))
+        return "not a carry resolution"
+    if kind == "Arabic-Indic digits":
+        (rdir / "\u0660\u0660\u0660\u0662-00000000000000aa.txt").write_bytes(good)
+        return "not a resolution file name"
     raise AssertionError(kind)
 
 
 HOSTILE = ["symlink", "fifo", "bad encoding", "huge", "garbage", "truncated", "stray name",
-           "wrong patch"]
+           "wrong patch", "superscript", "5000 digits", "5000-digit version",
+           "5000-digit section", "deep path", "deep recorded", "NUL bytes",
+           "Arabic-Indic digits"]
 
 
 @pytest.mark.parametrize("kind", HOSTILE)

@@ -60,7 +60,7 @@ class Ident:
 
     @classmethod
     def parse(cls, raw: str) -> Ident:
-        m = re.match(r"^(.*) <(.*)> (\d+ [+-]\d{4})$", raw)
+        m = re.match(r"^(.*) <(.*)> ([0-9]{1,20} [+-][0-9]{4})$", raw)
         if not m:
             raise GitError(f"cannot parse identity line {raw!r}")
         return cls(m.group(1), m.group(2), m.group(3))

@@ -42,7 +42,7 @@ def signer(series: seriesmod.Series, repo: Repo | None) -> Ident:
         raise CarryError(f"{series.root} is in no git checkout to read user.name and "
                          "user.email from", hint="pass --repo PATH")
     try:
-        return own.committer_ident()
+        me = own.committer_ident()
     except CarryError as exc:
         raise CarryError(f"no identity to sign off with in {own.path}: {exc}",
                          hint="git config user.name 'Your Name'; git config user.email "
@@ -50,6 +50,10 @@ def signer(series: seriesmod.Series, repo: Repo | None) -> Ident:
     finally:
         if repo is None:
             own.close()
+    if not dco.well_formed(me.email):  # an empty email would match an author's empty one
+        raise CarryError(f"cannot sign off as {me.name} <{me.email}>: not an email address",
+                         hint="git config user.email you@example.com")
+    return me
 
 
 def run(root: Path, name: str, repo: Repo | None, signoff: bool, force: bool,

@@ -5,6 +5,7 @@ the next version; `check --dco` and `pr` to upstream say what is missing."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -206,3 +207,32 @@ def test_a_signer_without_a_well_formed_email_is_refused(lookalikes: Path, email
     assert r.code == 2 and "Traceback" not in r.err, r.out + r.err
     assert r.err.startswith("carry: error: ") and len(r.err.strip().splitlines()) <= 2, r.err
     assert sorted(p.read_bytes() for p in (lookalikes / "demo/patches").iterdir()) == before
+
+
+@pytest.mark.parametrize("source", ["env", "global config"])
+def test_outside_a_checkout_the_signer_is_gits_own_identity(
+        upstream: CommitBuilder, make_series: Callable[..., Any], series_root: Path,
+        monkeypatch: pytest.MonkeyPatch, source: str) -> None:
+    """A series folder in no git checkout: git still knows the user from GIT_COMMITTER_* or
+    the global config (`git var GIT_COMMITTER_IDENT`), so --signoff signs as them."""
+    monkeypatch.delenv("GIT_COMMITTER_NAME")
+    monkeypatch.delenv("GIT_COMMITTER_EMAIL")
+    if source == "env":
+        monkeypatch.setenv("GIT_COMMITTER_NAME", ME[0])
+        monkeypatch.setenv("GIT_COMMITTER_EMAIL", ME[1])
+    else:
+        (Path(os.environ["HOME"]) / ".gitconfig").write_text(
+            f"[user]\n\tname = {ME[0]}\n\temail = {ME[1]}\n")
+    upstream.checkout("base")
+    git(upstream.path, "checkout", "-q", "-b", "feature")
+    upstream.commit("My fix\n\nBody.\n", {"src/p.py": "P = 1\n"}, author=ME)
+    upstream.checkout("main")
+    make_series(upstream, "feature")
+    assert git(series_root, "rev-parse", "--is-inside-work-tree", check=False) != "true"
+    r = run_carry("trailers", "demo", "--signoff", "--json", "--series-dir", str(series_root))
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert data["signer"] == "Me Self <me@example.com>" and data["version"] == 2
+    assert [p["action"] for p in data["patches"]] == ["added"]
+    [patch] = (series_root / "demo/patches").iterdir()
+    assert SOB in patch.read_bytes()

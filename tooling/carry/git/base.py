@@ -234,6 +234,16 @@ def clone_bare(url: str, dest: Path) -> tuple[Path, Path]:
         raise CarryError(str(exc).replace(str(dest), redact.url(url))) from None
 
 
+def user_ident(where: Path) -> Ident:
+    """The running user as git records a committer outside any repository (`where` is in
+    none): GIT_COMMITTER_* from the environment, else user.* from the global config."""
+    proc = subprocess.run(["git", "var", "GIT_COMMITTER_IDENT"], cwd=where,
+                          capture_output=True, stdin=subprocess.DEVNULL, env=git_env())
+    if proc.returncode != 0:
+        raise GitError(complaint(("var",), proc.stderr))
+    return Ident.parse(proc.stdout.decode("utf-8", "surrogateescape").strip())
+
+
 def complaint(args: Sequence[str], stderr: bytes) -> str:
     text = stderr.decode("utf-8", "replace").strip()
     lines = [ln for ln in text.splitlines() if ln.strip()]

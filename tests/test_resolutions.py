@@ -525,3 +525,38 @@ def test_recording_the_same_resolution_again_writes_nothing(stopped: dict[str, A
     assert again["version"] == 0 and again["files"] == []
     assert len(again["already"]) == 1 and again["already"][0].endswith("(v2)")
     assert seriesmod.find(stopped["root"], "demo").manifest.version == 2
+
+
+def test_prune_keeps_a_resolution_whose_patch_renames_the_conflicted_file(
+        upstream: CommitBuilder, make_series: MakeSeries, series_root: Path) -> None:
+    """Patch 2 renames src/util.py to src/helpers.py and changes h10 in it; upstream changed
+    h10 in src/util.py. The conflict is in the renamed file; its recorded resolution is what
+    every replay uses, so status does not call it unmatched and --prune keeps it."""
+    up = upstream
+    up.checkout("base")
+    git(up.path, "checkout", "-q", "-b", "feature")
+    up.commit("One", {"src/core.py": "def f():\n    return 11\n"}, author=TOBY)
+    up.mv("src/util.py", "src/helpers.py")
+    up.commit("Two: move and h10", {"src/helpers.py": util(h10=100)}, author=LOGPROBZ)
+    up.checkout("main")
+    up.commit("Upstream h10", {"src/util.py": util(h10=101)})
+    up.tag("rel")
+    make_series(up, "feature")
+    ctx = {"up": up, "root": series_root,
+           "args": ("--repo", str(up.path), "--series-dir", str(series_root))}
+    assert carry(ctx, "rebase", "demo", "--onto", "main").code == 1
+    wt = worktree(ctx)
+    (wt / "src/helpers.py").write_text(util(h10=1001))
+    res = carry(ctx, "rebase", "--continue")
+    assert res.code == 0, res.out + res.err
+    [name] = [p.name for p in (series_root / "demo/resolutions").iterdir()]
+    other = carry(ctx, "rebase", "demo", "--onto", "rel", "--json")
+    assert other.code == 0, other.out + other.err
+    assert json.loads(other.out)[0]["patches"][1]["resolutions"] == [name[:-4]]
+    status = carry(ctx, "status", "demo", "--json")
+    [s] = json.loads(status.out)["series"]
+    assert [r["unmatched"] for r in s["resolutions"]] == [""], s["resolutions"]
+    pruned = carry(ctx, "status", "demo", "--prune", "--json")
+    assert pruned.code == 0, pruned.err
+    assert not json.loads(pruned.out)["series"][0].get("pruned")
+    assert (series_root / "demo/resolutions" / name).is_file()

@@ -341,5 +341,9 @@ def load(root: Path) -> Recorded:
         if m is None or int(m.group(1)) != res.patch:
             raise CarryError(f"{where}: records patch {res.patch:04d} but is named for "
                              "another", hint="fix the file name or remove the file")
+        if m.group(2) != res.conflict_id[:16]:  # prune and status know a file by its name
+            raise CarryError(f"{where}: records conflict {res.conflict_id[:16]} but is "
+                             "named for another",
+                             hint=f"rename it to {res.file_name}, or remove it")
         files.append(res)
     return Recorded(files)

@@ -123,3 +123,24 @@ def test_in_a_series_checkout_the_lock_lives_under_git_and_still_locks(
     assert again.code == 0, again.err
     assert git(checkout, "status", "--porcelain", "--untracked-files=all") == ""
     assert not list(root.glob(".*.lock"))
+
+
+def test_in_a_linked_worktree_the_lock_lives_under_its_own_git_dir(
+        upstream: CommitBuilder, tmp_path: Path) -> None:
+    """A `.git` file (a linked worktree) names the git dir the lock goes under."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    git(checkout, "init", "-q")
+    git(checkout, "commit", "-q", "--allow-empty", "-m", "start",
+        env={"GIT_AUTHOR_NAME": "A U Thor", "GIT_AUTHOR_EMAIL": "author@example.com"})
+    linked = tmp_path / "linked"
+    git(checkout, "worktree", "add", "-q", str(linked))
+    root = linked / "series"
+    upstream.commit("Change\n", {"src/core.py": "changed\n"})
+    upstream.branch("feature")
+    r = run_carry("import", "demo", "--repo", str(upstream.path), "--range", "base..feature",
+                  "--series-dir", str(root))
+    assert r.code == 0, r.err
+    assert lock_path(root, "demo").parent == checkout / ".git/worktrees/linked/carry/locks"
+    status = git(linked, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert status and all(line.startswith("?? series/demo/") for line in status), status

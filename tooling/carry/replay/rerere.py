@@ -186,10 +186,10 @@ def _can_recur(repo: Repo, res: Resolution, commit: RawCommit) -> bool:
     if not commit.parents:
         return False
     changes = repo.tree_changes(repo.read_commit(commit.parents[0]).tree, commit.tree)
-    # a file the patch adds may be one it renames (or copies): its old lines are those of
-    # the files it deletes (or changes), where the conflict's base then comes from
-    sources = [split_lines(repo.read_object(old[1])[2]) for old, _ in changes.values()
-               if old is not None and old[0] in _REGULAR]
+    # a file the patch adds may be one it renames: its old lines are those of a file it
+    # deletes, where the conflict's base then comes from
+    sources = [split_lines(repo.read_object(old[1])[2]) for old, new in changes.values()
+               if new is None and old is not None and old[0] in _REGULAR]
     pairs = []
     for old, new in changes.values():
         if new is None or new[0] not in _REGULAR:

@@ -91,3 +91,41 @@ def test_a_version_tag_carry_cannot_move_is_refused_in_one_line(
         len(r.err.strip().splitlines()) == 1, r.err
     assert git(checkout, "rev-parse", "series/demo/v2") == tag
     assert sorted((p.name, p.read_bytes()) for p in root.rglob("*") if p.is_file()) == before
+
+
+def test_outside_git_a_discarded_kept_version_is_set_aside_for_the_new_one(
+        upstream: CommitBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No checkout: v2 is kept as `.versions/v2`; the maintainer puts v1's files back by
+    hand; the next v2 is kept in its place (the old one moved aside, not deleted)."""
+    root = tmp_path / "series"
+    root.mkdir()
+    monkeypatch.setenv("GIT_COMMITTER_NAME", ME[0])
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", ME[1])
+    up = upstream
+    up.checkout("base")
+    git(up.path, "checkout", "-q", "-b", "feature")
+    up.commit("My fix\n\nBody.\n", {"src/p1.py": "P = 1\n"}, author=ME)
+    up.checkout("main")
+    where = ("--repo", str(up.path), "--series-dir", str(root))
+    assert run_carry("import", "demo", "--range", "base..feature", *where).code == 0
+    d = root / "demo"
+    v1 = {p.relative_to(d): p.read_bytes() for p in d.rglob("*")
+          if p.is_file() and ".versions" not in p.parts}
+    assert run_carry("trailers", "demo", "--signoff", "--series-dir", str(root)).code == 0
+    assert (d / ".versions/v2").is_dir()
+    for p in (d / "patches").iterdir():  # the maintainer puts v1 back by hand
+        p.unlink()
+    for rel, data in v1.items():
+        (d / rel).write_bytes(data)
+    up.checkout("feature")
+    up.commit("Another fix\n", {"src/p2.py": "P = 2\n"}, author=ME)
+    up.checkout("main")
+    again = run_carry("import", "demo", "--range", "base..feature", *where)
+    assert again.code == 0, again.out + again.err
+    kept = {p.name: p.read_bytes() for p in (d / ".versions/v2/patches").iterdir()}
+    assert kept == {p.name: p.read_bytes() for p in (d / "patches").iterdir()}
+    [aside] = (d / ".versions").glob(".v2-discarded-*")
+    assert b"Signed-off-by" in b"".join(p.read_bytes() for p in (aside / "patches").iterdir())
+    rd = run_carry("range-diff", "demo", "v1", "v2", *where)
+    assert rd.code == 0, rd.err
+    assert "Another fix" in rd.out and "Signed-off-by" not in rd.out, rd.out

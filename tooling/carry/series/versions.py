@@ -195,6 +195,18 @@ def _keep_outside_git(series: Series) -> str:
     return f"{KEPT}/{dest.name}"
 
 
+def _set_aside(root: Path, version: int) -> None:
+    """A kept `.versions/vN` for the number about to be written is a version written and
+    then put back by hand (a series and its kept copy are swapped in together, and an
+    --abort removes both): it is moved aside as `.versions/.vN-discarded-<time>`, never
+    deleted, so that the new vN is kept in its place and range-diff reads the new one."""
+    stale = root / KEPT / f"v{version}"
+    untrusted.refuse_links_between(root, stale)
+    if stale.is_dir():
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
+        stale.rename(stale.parent / f".v{version}-discarded-{stamp}")
+
+
 def _read_outside_git(series: Series, version: str, number: int) -> Snapshot:
     d = series.root / KEPT / f"v{number}"
     untrusted.refuse_links_between(series.root, d / MANIFEST)
@@ -234,6 +246,8 @@ def write_next(root: Path, manifest: Manifest, files: dict[str, bytes], summary:
             with contextlib.suppress(CarryError):
                 _tag(find(root.parent, root.name), repo)
         replace = reusable(repo, root, manifest.version + 1)
+        if repo is None:
+            _set_aside(root, manifest.version + 1)
         manifest.version += 1
         date = today or dt.datetime.now(dt.UTC).date().isoformat()
         manifest.changelog.append(ChangelogEntry(manifest.version, date, summary))

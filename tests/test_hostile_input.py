@@ -396,3 +396,16 @@ def test_a_rate_limit_reset_beyond_the_calendar_is_one_line(
                   "--max-wait", "0", env=env)
     assert r.code == 2, r.err
     _one_line(r.err)  # PyGithub itself refuses 1e400 and nan; carry the two numbers
+
+
+def test_a_manifest_with_a_5000_digit_number_is_one_line(upstream: CommitBuilder,
+                                                         series_root: Path) -> None:
+    """tomllib's int() refuses 5,000 digits with a ValueError that is no TOMLDecodeError."""
+    env = {"CARRY_SERIES_DIR": str(series_root)}
+    assert run_carry("import", "demo", "--repo", str(upstream.path), "--range",
+                     "base~1..base", env=env).code == 0
+    manifest = series_root / "demo" / "series.toml"
+    manifest.write_text(manifest.read_text().replace("version = 1", "version = " + "1" * 5000))
+    r = run_carry("status", "demo", env=env)
+    assert r.code == 2 and "Traceback" not in r.err and "internal error" not in r.err, r.err
+    assert len(r.err.strip().splitlines()) == 1 and "4,300 digits" in r.err, r.err

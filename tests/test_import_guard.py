@@ -172,3 +172,25 @@ def test_the_base_names_the_commit_the_patches_apply_to(upstream: CommitBuilder,
     r = _import(up, series_root, "--branch", "feature", "--base", "base")
     m = seriesmod.find(series_root, "demo").manifest
     assert r.code == 0 and (m.base.ref, m.base.commit) == ("base", up.rev("base"))
+
+
+def test_a_resolution_named_with_arabic_indic_digits_does_not_slip_past_the_guard(
+        upstream: CommitBuilder, series_root: Path) -> None:
+    """`\\d` matches `٠٠٠٢`: the name passed for patch 0002's, and the guard then missed it.
+    Such a name is no resolution file name: the import is refused in one line, unchanged."""
+    up = upstream
+    git(up.path, "checkout", "-q", "-b", "feature", "base")
+    up.commit("One", {"src/core.py": "def f():\n    return 2\n"})
+    up.commit("Two", {"src/util.py": util(h10=100)})
+    git(up.path, "checkout", "-q", "-b", "amend2", "base")
+    up.commit("One", {"src/core.py": "def f():\n    return 2\n"})
+    up.commit("Two", {"src/util.py": util(h10=101)})
+    assert _import(up, series_root, "--range", "base..feature").code == 0
+    res = series_root / "demo" / "resolutions"
+    res.mkdir()
+    (res / "\u0660\u0660\u0660\u0662-0123456789abcdef.txt").write_text("carry resolution 1\n")
+    before = _tree(series_root)
+    r = _import(up, series_root, "--range", "base..amend2")
+    assert r.code == 2 and "Traceback" not in r.err, r.out + r.err
+    assert len(r.err.strip().splitlines()) == 1 and "not a resolution file name" in r.err
+    assert _tree(series_root) == before

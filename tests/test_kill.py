@@ -531,3 +531,77 @@ def test_a_kill_during_validation_leaves_no_target_process(tmp_path: Path, step:
         for pid, cmdline in procs:  # only what this test started, by pid, if still it
             if _alive(pid, cmdline):
                 os.kill(pid, signal.SIGKILL)
+
+
+STRAY = b"""carry resolution 1
+patch 0099
+path "src/gone.py"
+version 1
+hunks 1
+
+hunk 1
+side 1
+ a
+side 1
+ b
+base 1
+ c
+resolution 1
+ d
+"""
+
+
+@pytest.fixture
+def own_series(upstream: CommitBuilder, make_series: MakeSeries,
+               series_root: Path) -> dict[str, Any]:
+    """Six patches by the committer (so `trailers --signoff` signs them all) and a recorded
+    resolution of a patch that left the series (so `status --prune` removes it), in a
+    checkout where versions are tags."""
+    me = ("C O Mitter", "committer@example.com")
+    upstream.checkout("base")
+    git(upstream.path, "checkout", "-q", "-b", "feature")
+    for i in range(6):
+        upstream.commit(f"Mine {i}\n", {f"pkg/m{i}.py": f"X = {i}\n"}, author=me)
+    upstream.checkout("main")
+    make_series(upstream, "feature")
+    rdir = series_root / "demo" / "resolutions"
+    rdir.mkdir()
+    (rdir / "0099-20db7cad6b5a7025.txt").write_bytes(STRAY)
+    git(series_root.parent, "init", "-q")
+    return {"root": series_root, "checkout": series_root.parent}
+
+
+@pytest.mark.parametrize("command", ["trailers --signoff", "status --prune"])
+def test_kills_of_signoff_and_prune_leave_old_or_new(own_series: dict[str, Any],
+                                                     command: str) -> None:
+    """`trailers --signoff` and `status --prune` write the next version; killed anywhere,
+    the series is the old one or the new one, and its tags (after a rerun, which tags the
+    version a kill left untagged) match."""
+    root: Path = own_series["root"]
+    checkout: Path = own_series["checkout"]
+    d = root / "demo"
+    before = {p: p.read_bytes() for p in d.rglob("*") if p.is_file()}
+    tags = git(checkout, "tag", "--list").split()
+
+    def reset() -> None:
+        for t in git(checkout, "tag", "--list").split():
+            if t not in tags:
+                git(checkout, "tag", "-d", t)
+        for p in [p for p in d.rglob("*") if p.is_file() and p not in before]:
+            p.unlink()
+        for p, data in before.items():
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(data)
+
+    sign = ("trailers", "demo", "--signoff", "--series-dir", str(root))
+    prune = ("status", "demo", "--prune", "--series-dir", str(root))
+
+    def again(args: tuple[str, ...]) -> Callable[[], None]:
+        def settle() -> None:
+            res = run_carry(*args)
+            assert res.code == 0 and "Traceback" not in res.err, res.err
+        return settle
+
+    args = sign if command == "trailers --signoff" else prune
+    seen = Campaign(checkout, root, 3, seed=7).run(args, reset, again(args))
+    assert seen["old"] + seen["new"] == 3

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from carry.series.locks import lock_path
 from tests.conftest import CommitBuilder, git, run_carry
 
 
@@ -28,7 +29,7 @@ def held_import(upstream: CommitBuilder, root: Path, tmp: Path) -> Iterator[subp
          "--range", "base..feature", "--series-dir", str(root)],
         env=dict(os.environ, GIT_TRACE=str(fifo)), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
-    lock = root / ".demo.lock"
+    lock = lock_path(root, "demo")
     for _ in range(3000):  # wait for a state (the kernel lists the lock), up to 30 s
         if lock.exists() and f" {proc.pid} " in Path("/proc/locks").read_text():
             break
@@ -93,3 +94,53 @@ def test_a_killed_holder_leaves_no_lock(upstream: CommitBuilder, series_root: Pa
     r = run_carry("import", "demo", "--repo", str(upstream.path), "--range", "base..feature",
                   "--series-dir", str(series_root))
     assert r.code == 0, r.err
+
+
+def test_in_a_series_checkout_the_lock_lives_under_git_and_still_locks(
+        upstream: CommitBuilder, tmp_path: Path) -> None:
+    """A series folder in a git checkout: the lock is `.git/carry/locks/...`, so `git status`
+    of the checkout never lists it; a second writer is still refused while it is held."""
+    checkout = tmp_path / "checkout"
+    root = checkout / "series"
+    root.mkdir(parents=True)
+    git(checkout, "init", "-q")
+    upstream.commit("Change\n", {"src/core.py": "changed\n"})
+    upstream.branch("feature")
+    lock = lock_path(root, "demo")
+    assert lock.is_relative_to(checkout / ".git" / "carry" / "locks"), lock
+    with held_import(upstream, root, tmp_path) as first:
+        second = run_carry("import", "demo", "--repo", str(upstream.path), "--range",
+                           "base..feature", "--series-dir", str(root))
+        _refused(second, first.pid)
+    assert first.returncode == 0, first.stderr.read() if first.stderr else ""
+    status = git(checkout, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert status and all(line.startswith("?? series/demo/") for line in status), status
+    git(checkout, "add", "-A")
+    git(checkout, "commit", "-qm", "v1", env={"GIT_AUTHOR_NAME": "A U Thor",
+                                              "GIT_AUTHOR_EMAIL": "author@example.com"})
+    again = run_carry("import", "demo", "--repo", str(upstream.path), "--range",
+                      "base..feature", "--series-dir", str(root))
+    assert again.code == 0, again.err
+    assert git(checkout, "status", "--porcelain", "--untracked-files=all") == ""
+    assert not list(root.glob(".*.lock"))
+
+
+def test_in_a_linked_worktree_the_lock_lives_under_its_own_git_dir(
+        upstream: CommitBuilder, tmp_path: Path) -> None:
+    """A `.git` file (a linked worktree) names the git dir the lock goes under."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    git(checkout, "init", "-q")
+    git(checkout, "commit", "-q", "--allow-empty", "-m", "start",
+        env={"GIT_AUTHOR_NAME": "A U Thor", "GIT_AUTHOR_EMAIL": "author@example.com"})
+    linked = tmp_path / "linked"
+    git(checkout, "worktree", "add", "-q", str(linked))
+    root = linked / "series"
+    upstream.commit("Change\n", {"src/core.py": "changed\n"})
+    upstream.branch("feature")
+    r = run_carry("import", "demo", "--repo", str(upstream.path), "--range", "base..feature",
+                  "--series-dir", str(root))
+    assert r.code == 0, r.err
+    assert lock_path(root, "demo").parent == checkout / ".git/worktrees/linked/carry/locks"
+    status = git(linked, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert status and all(line.startswith("?? series/demo/") for line in status), status

@@ -332,11 +332,38 @@ def _hostile(rdir: Path, good: bytes, kind: str) -> str:
     if kind == "wrong patch":
         name.write_bytes(good.replace(b"patch 0002", b"patch 0003"))
         return "records patch 0003 but is named for another"
+    return _hostile_numbers(rdir, name, good, kind)
+
+
+def _hostile_numbers(rdir: Path, name: Path, good: bytes, kind: str) -> str:
+    """Numbers and nesting carry did not write: `²` is isdigit(), int() refuses 5,000
+    digits, json.loads recurses, and `\\d` matches Arabic-Indic digits."""
+    edits = {"superscript": (b"hunks 1\n", "hunks \u00b2\n".encode()),
+             "5000 digits": (b"hunks 1\n", b"hunks " + b"1" * 5000 + b"\n"),
+             "5000-digit version": (b"version 2\n", b"version " + b"9" * 5000 + b"\n"),
+             "5000-digit section": (b"base 1\n", b"base " + b"1" * 5000 + b"\n"),
+             "deep path": (b'path "src/util.py"', b"path " + b"[" * 100_000 + b"]" * 100_000),
+             "deep recorded": (b"hunks 1\n", b"recorded " + b"{\"a\":" * 100_000 + b"1"
+                               + b"}" * 100_000 + b"\nhunks 1\n"),
+             "NUL bytes": (b"carry resolution 1\n", b"carry resolution 1\0\n")}
+    if kind in edits:
+        old, new = edits[kind]
+        assert old in good, kind
+        name.write_bytes(good.replace(old, new))
+        return "not a carry resolution"
+    if kind == "another conflict's name":  # prune and status know a file by its name
+        name.write_bytes(good)
+        return "named for another"
+    if kind == "Arabic-Indic digits":
+        (rdir / "\u0660\u0660\u0660\u0662-00000000000000aa.txt").write_bytes(good)
+        return "not a resolution file name"
     raise AssertionError(kind)
 
 
 HOSTILE = ["symlink", "fifo", "bad encoding", "huge", "garbage", "truncated", "stray name",
-           "wrong patch"]
+           "wrong patch", "superscript", "5000 digits", "5000-digit version",
+           "5000-digit section", "deep path", "deep recorded", "NUL bytes",
+           "Arabic-Indic digits", "another conflict's name"]
 
 
 @pytest.mark.parametrize("kind", HOSTILE)
@@ -501,3 +528,38 @@ def test_recording_the_same_resolution_again_writes_nothing(stopped: dict[str, A
     assert again["version"] == 0 and again["files"] == []
     assert len(again["already"]) == 1 and again["already"][0].endswith("(v2)")
     assert seriesmod.find(stopped["root"], "demo").manifest.version == 2
+
+
+def test_prune_keeps_a_resolution_whose_patch_renames_the_conflicted_file(
+        upstream: CommitBuilder, make_series: MakeSeries, series_root: Path) -> None:
+    """Patch 2 renames src/util.py to src/helpers.py and changes h10 in it; upstream changed
+    h10 in src/util.py. The conflict is in the renamed file; its recorded resolution is what
+    every replay uses, so status does not call it unmatched and --prune keeps it."""
+    up = upstream
+    up.checkout("base")
+    git(up.path, "checkout", "-q", "-b", "feature")
+    up.commit("One", {"src/core.py": "def f():\n    return 11\n"}, author=TOBY)
+    up.mv("src/util.py", "src/helpers.py")
+    up.commit("Two: move and h10", {"src/helpers.py": util(h10=100)}, author=LOGPROBZ)
+    up.checkout("main")
+    up.commit("Upstream h10", {"src/util.py": util(h10=101)})
+    up.tag("rel")
+    make_series(up, "feature")
+    ctx = {"up": up, "root": series_root,
+           "args": ("--repo", str(up.path), "--series-dir", str(series_root))}
+    assert carry(ctx, "rebase", "demo", "--onto", "main").code == 1
+    wt = worktree(ctx)
+    (wt / "src/helpers.py").write_text(util(h10=1001))
+    res = carry(ctx, "rebase", "--continue")
+    assert res.code == 0, res.out + res.err
+    [name] = [p.name for p in (series_root / "demo/resolutions").iterdir()]
+    other = carry(ctx, "rebase", "demo", "--onto", "rel", "--json")
+    assert other.code == 0, other.out + other.err
+    assert json.loads(other.out)[0]["patches"][1]["resolutions"] == [name[:-4]]
+    status = carry(ctx, "status", "demo", "--json")
+    [s] = json.loads(status.out)["series"]
+    assert [r["unmatched"] for r in s["resolutions"]] == [""], s["resolutions"]
+    pruned = carry(ctx, "status", "demo", "--prune", "--json")
+    assert pruned.code == 0, pruned.err
+    assert not json.loads(pruned.out)["series"][0].get("pruned")
+    assert (series_root / "demo/resolutions" / name).is_file()

@@ -5,6 +5,7 @@ the next version; `check --dco` and `pr` to upstream say what is missing."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -156,3 +157,82 @@ def test_check_dco_and_pr_to_upstream_name_what_is_missing(
     assert allowed.code == 0, allowed.err
     fork = run_carry(*pr, "--forge-repo", "me/widget", env=env)  # not upstream: no DCO check
     assert fork.code == 0, fork.err
+
+
+KELVIN = "\u212aim@example.com"  # `K` is the Kelvin sign: casefold() makes it kim@
+
+
+@pytest.fixture
+def lookalikes(upstream: CommitBuilder, make_series: Callable[..., Any], series_root: Path,
+               monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Patch 1 by Kelvin-sign Kim, unsigned; patch 2 by strasse@, signed off by straße@;
+    patch 3 by Kim in ASCII upper case, signed off by kim@. The checkout's user is kim@."""
+    checkout = series_root.parent
+    git(checkout, "init", "-q")
+    git(checkout, "config", "user.name", "Kim")
+    git(checkout, "config", "user.email", "kim@example.com")
+    monkeypatch.delenv("GIT_COMMITTER_NAME")
+    monkeypatch.delenv("GIT_COMMITTER_EMAIL")
+    upstream.checkout("base")
+    git(upstream.path, "checkout", "-q", "-b", "feature")
+    upstream.commit("Kelvin's fix\n", {"src/k.py": "K = 1\n"}, author=("Kim", KELVIN))
+    upstream.commit("Strasse\n\nSigned-off-by: S <stra\u00dfe@example.com>\n",
+                    {"src/s.py": "S = 1\n"}, author=("S", "strasse@example.com"))
+    upstream.commit("Upper\n\nSigned-off-by: Kim <kim@example.com>\n",
+                    {"src/u.py": "U = 1\n"}, author=("Kim", "KIM@Example.COM"))
+    upstream.checkout("main")
+    make_series(upstream, "feature", upstream=Repository(repo="acme/widget"))
+    return series_root
+
+
+def test_emails_compare_exactly_but_for_ascii_case(lookalikes: Path) -> None:
+    """A Kelvin-sign `Kim@` is not kim@ (so kim@ never signs it), a sign-off by straße@ is
+    not strasse@'s; only ASCII case is ignored."""
+    r = run_carry("trailers", "demo", "--signoff", "--json", "--series-dir", str(lookalikes))
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert [p["action"] for p in data["patches"]] == ["others", "others", "signed"]
+    assert data["changed"] is False
+    check = run_carry("check", "demo", "--dco", "--series-dir", str(lookalikes))
+    assert check.code == 1 and "Traceback" not in check.err
+    dco_lines = [ln for ln in check.out.splitlines() if "DCO: no Signed-off-by" in ln]
+    assert len(dco_lines) == 2, check.out
+
+
+@pytest.mark.parametrize("email", ["", "kim", "kim @example.com"])
+def test_a_signer_without_a_well_formed_email_is_refused(lookalikes: Path, email: str) -> None:
+    git(lookalikes.parent, "config", "user.email", email)
+    before = sorted(p.read_bytes() for p in (lookalikes / "demo/patches").iterdir())
+    r = run_carry("trailers", "demo", "--signoff", "--series-dir", str(lookalikes))
+    assert r.code == 2 and "Traceback" not in r.err, r.out + r.err
+    assert r.err.startswith("carry: error: ") and len(r.err.strip().splitlines()) <= 2, r.err
+    assert sorted(p.read_bytes() for p in (lookalikes / "demo/patches").iterdir()) == before
+
+
+@pytest.mark.parametrize("source", ["env", "global config"])
+def test_outside_a_checkout_the_signer_is_gits_own_identity(
+        upstream: CommitBuilder, make_series: Callable[..., Any], series_root: Path,
+        monkeypatch: pytest.MonkeyPatch, source: str) -> None:
+    """A series folder in no git checkout: git still knows the user from GIT_COMMITTER_* or
+    the global config (`git var GIT_COMMITTER_IDENT`), so --signoff signs as them."""
+    monkeypatch.delenv("GIT_COMMITTER_NAME")
+    monkeypatch.delenv("GIT_COMMITTER_EMAIL")
+    if source == "env":
+        monkeypatch.setenv("GIT_COMMITTER_NAME", ME[0])
+        monkeypatch.setenv("GIT_COMMITTER_EMAIL", ME[1])
+    else:
+        (Path(os.environ["HOME"]) / ".gitconfig").write_text(
+            f"[user]\n\tname = {ME[0]}\n\temail = {ME[1]}\n")
+    upstream.checkout("base")
+    git(upstream.path, "checkout", "-q", "-b", "feature")
+    upstream.commit("My fix\n\nBody.\n", {"src/p.py": "P = 1\n"}, author=ME)
+    upstream.checkout("main")
+    make_series(upstream, "feature")
+    assert git(series_root, "rev-parse", "--is-inside-work-tree", check=False) != "true"
+    r = run_carry("trailers", "demo", "--signoff", "--json", "--series-dir", str(series_root))
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert data["signer"] == "Me Self <me@example.com>" and data["version"] == 2
+    assert [p["action"] for p in data["patches"]] == ["added"]
+    [patch] = (series_root / "demo/patches").iterdir()
+    assert SOB in patch.read_bytes()

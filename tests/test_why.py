@@ -258,3 +258,22 @@ def test_a_damaged_why_in_the_saved_state_is_refused_in_one_line(fifty: Fifty) -
     res = fifty.carry("rebase", "--skip")
     assert res.code == 2 and "Traceback" not in res.err
     assert "cause or builds_on" in res.err and len(res.err.strip().splitlines()) <= 2
+
+
+@pytest.mark.parametrize("tail", ["(#" + "7" * 5000 + ")", "(#\u0661\u0662)", "(#\u00b2)"])
+def test_an_upstream_subject_with_a_number_carry_cannot_read_names_no_pr(
+        upstream: CommitBuilder, make_series: MakeSeries, series_root: Path, tail: str) -> None:
+    """The cause's subject is upstream's text: `(#<5,000 digits>)` is past int()'s limit and
+    Arabic-Indic or superscript digits are no PR number; the stop still names the commit."""
+    up = upstream
+    up.checkout("base")
+    git(up.path, "checkout", "-q", "-b", "feature")
+    up.commit("Tune h3", {"src/util.py": util(h3=33)}, author=TOBY)
+    up.checkout("main")
+    sha = up.commit(f"Retune h3 {tail}", {"src/util.py": util(h3=30)})
+    make_series(up, "feature", targets=[Target(name="main", ref="main")])
+    res = run_carry("rebase", "demo", "--onto", "main", "--dry-run", "--json", "--repo",
+                    str(up.path), "--series-dir", str(series_root))
+    assert res.code == 1 and "Traceback" not in res.err, res.err
+    (r,) = json.loads(res.out)
+    assert r["patches"][0]["cause"] == {"sha": sha, "subject": f"Retune h3 {tail}", "pr": None}

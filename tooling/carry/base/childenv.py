@@ -25,7 +25,7 @@ LOCATING = frozenset({
     "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE",
     "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_QUARANTINE_PATH",
 })
-_CONFIG_PAIR = re.compile(r"GIT_CONFIG_(?:KEY|VALUE)_\d+")  # read only with GIT_CONFIG_COUNT
+_CONFIG_PAIR = re.compile(r"GIT_CONFIG_(?:KEY|VALUE)_[0-9]+")  # read only with GIT_CONFIG_COUNT
 
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

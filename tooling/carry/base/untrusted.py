@@ -155,6 +155,8 @@ def loads_toml(text: str) -> dict[str, Any]:
         raise BadData(f"not valid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses once per nested array or inline table
         raise BadData(f"nested more than {MAX_DEPTH} levels deep") from None
+    except ValueError:  # int() of a 5,000-digit number, which TOMLDecodeError does not cover
+        raise BadData("not valid TOML: a number of more than 4,300 digits") from None
     _top(doc, dict)
     return doc
 

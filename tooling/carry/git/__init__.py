@@ -25,6 +25,7 @@ from carry.git.base import (
     check_remote,
     clone_bare,
     open_path,
+    user_ident,
 )
 from carry.git.history import (
     FORMAT_PATCH_ARGS,
@@ -44,7 +45,7 @@ __all__ = [
     "ANY", "FORMAT_PATCH_ARGS", "FROM_LINE", "GRAFT_IDENT", "INDEX_PREFIX", "NULL_SHA",
     "ApplyError", "Entry", "GitError", "Ident", "LogEntry", "MergeResult", "PendingMerge",
     "RawCommit", "RefUpdate", "Repo", "check_remote", "mailinfo", "parse_changes",
-    "parse_commit",
+    "parse_commit", "user_ident",
 ]
 
 

@@ -60,7 +60,7 @@ class Ident:
 
     @classmethod
     def parse(cls, raw: str) -> Ident:
-        m = re.match(r"^(.*) <(.*)> (\d+ [+-]\d{4})$", raw)
+        m = re.match(r"^(.*) <(.*)> ([0-9]{1,20} [+-][0-9]{4})$", raw)
         if not m:
             raise GitError(f"cannot parse identity line {raw!r}")
         return cls(m.group(1), m.group(2), m.group(3))
@@ -232,6 +232,16 @@ def clone_bare(url: str, dest: Path) -> tuple[Path, Path]:
         return open_path(dest)
     except CarryError as exc:
         raise CarryError(str(exc).replace(str(dest), redact.url(url))) from None
+
+
+def user_ident(where: Path) -> Ident:
+    """The running user as git records a committer outside any repository (`where` is in
+    none): GIT_COMMITTER_* from the environment, else user.* from the global config."""
+    proc = subprocess.run(["git", "var", "GIT_COMMITTER_IDENT"], cwd=where,
+                          capture_output=True, stdin=subprocess.DEVNULL, env=git_env())
+    if proc.returncode != 0:
+        raise GitError(complaint(("var",), proc.stderr))
+    return Ident.parse(proc.stdout.decode("utf-8", "surrogateescape").strip())
 
 
 def complaint(args: Sequence[str], stderr: bytes) -> str:

@@ -93,6 +93,14 @@ class Trees(Objects):
             tree = entry[1]
         return self.tree_items(tree).get(name)
 
+    def committed_trees(self, path: str) -> set[str]:
+        """Every tree the folder `path` (relative to the top) had in a commit of any ref that
+        changed it: whether a version of a series folder was ever committed."""
+        roots = self._out("log", "--all", "--full-history", "--format=%T", "--", path).split()
+        self.read_trees(roots)
+        found = (self.tree_lookup(t, path.encode("utf-8", "surrogateescape")) for t in roots)
+        return {e[1] for e in found if e is not None and e[0] == b"40000"}
+
     def edit_tree(self, tree: str | None,
                   changes: Mapping[bytes, Entry | None]) -> str | None:
         """`tree` with each path set to (mode, sha) or removed (None), the new trees written

@@ -1,8 +1,9 @@
 """`carry trailers NAME --signoff`: sign off, as the user running carry, the patches that user
 authored, and write the result as the next version of the series (`versions.write_next`: the
 old version tagged, the new one swapped in whole). The signer is git's own committer identity
-(`user.name`, `user.email`) of `--repo`, else of the series checkout. What `series.dco.sign`
-cannot sign (another author's patch, a patch the policy keeps unamended) is listed."""
+(`user.name`, `user.email`) of `--repo`, else of the series checkout, else git's global one.
+What `series.dco.sign` cannot sign (another author's patch, a patch the policy keeps
+unamended) is listed."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from carry.base.errors import CarryError
-from carry.git import Ident, Repo
+from carry.git import Ident, Repo, user_ident
 from carry.series import dco, locks, versions
 from carry.series import store as seriesmod
 
@@ -36,20 +37,23 @@ class SignoffResult:
 
 
 def signer(series: seriesmod.Series, repo: Repo | None) -> Ident:
-    """Who signs: git's committer identity of `repo`, else of the series checkout."""
+    """Who signs: git's committer identity of `repo`, else of the series checkout, else (the
+    series in no checkout) the one git has from GIT_COMMITTER_* and the global config."""
     own = repo or versions.toolkit_repo(series)
-    if own is None:
-        raise CarryError(f"{series.root} is in no git checkout to read user.name and "
-                         "user.email from", hint="pass --repo PATH")
+    where = own.path if own is not None else series.root
     try:
-        return own.committer_ident()
+        me = own.committer_ident() if own is not None else user_ident(series.root)
     except CarryError as exc:
-        raise CarryError(f"no identity to sign off with in {own.path}: {exc}",
-                         hint="git config user.name 'Your Name'; git config user.email "
-                              "you@example.com") from None
+        raise CarryError(f"no identity to sign off with in {where}: {exc.line()}",
+                         hint="git config --global user.name 'Your Name'; git config "
+                              "--global user.email you@example.com") from None
     finally:
-        if repo is None:
+        if repo is None and own is not None:
             own.close()
+    if not dco.well_formed(me.email):  # an empty email would match an author's empty one
+        raise CarryError(f"cannot sign off as {me.name} <{me.email}>: not an email address",
+                         hint="git config user.email you@example.com")
+    return me
 
 
 def run(root: Path, name: str, repo: Repo | None, signoff: bool, force: bool,

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import re
 
+from carry.base.untrusted import ascii_int
 from carry.git import Repo
 
-_PR = re.compile(r"\s*\(#(\d+)\)\s*$")
+_PR = re.compile(r"\(#([0-9]{1,10})\)\s*$")  # ASCII digits; no leading \s*: linear
 
 
 def _key(subject: str) -> str:
@@ -21,7 +22,7 @@ def hints(repo: Repo, base: str, onto: str, patch: str, subject: str, paths: lis
     if not base or not paths or not repo.is_ancestor(base, onto):
         return []
     lines = []
-    number = int(patch[:4]) if patch[:4].isdigit() else 0
+    number = ascii_int(patch[:4], 4) or 0
     for entry in repo.commits_touching(base, onto, paths, limit=0):
         sha, subj = entry.sha, entry.subject
         if _key(subj) != _key(subject):

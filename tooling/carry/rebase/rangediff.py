@@ -65,7 +65,8 @@ class Options:
 
 
 _STATUS = {"=": "same", "!": "changed", "<": "removed", ">": "added"}
-_PAIR = re.compile(r"^\s*(\d+|-):\s+([0-9a-f]+|-+) ([=!<>]) \s*(\d+|-):\s+([0-9a-f]+|-+) (.*)$")
+_PAIR = re.compile(r"^\s*(\d+|-):\s+([0-9a-f]+|-+) ([=!<>]) \s*(\d+|-):\s+([0-9a-f]+|-+) (.*)$",
+                   re.ASCII)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 

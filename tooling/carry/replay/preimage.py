@@ -14,6 +14,7 @@ Expect = tuple[bytes | None, str | None]  # (mode, sha); None: whatever the tree
 
 _INDEX = re.compile(rb"^index ([0-9a-f]{40})\.\.([0-9a-f]{40})(?: ([0-7]{6}))?$")
 _NULL = "0" * 40
+_OCTAL = re.compile(rb"[0-3][0-7][0-7]")
 _ESCAPES = {ord("a"): 7, ord("b"): 8, ord("t"): 9, ord("n"): 10, ord("v"): 11, ord("f"): 12,
             ord("r"): 13, ord('"'): 34, ord("\\"): 92}
 
@@ -101,8 +102,11 @@ def _unquote(name: bytes) -> bytes | None:
         if c != 0x5C:
             out.append(c)
             i += 1
-        elif body[i + 1:i + 2].isdigit():
-            out.append(int(body[i + 1:i + 4], 8))
+        elif body[i + 1:i + 2].isdigit():  # exactly three octal digits, at most \377
+            octal = body[i + 1:i + 4]
+            if not _OCTAL.fullmatch(octal):
+                return None
+            out.append(int(octal, 8))
             i += 4
         elif i + 1 < len(body) and body[i + 1] in _ESCAPES:
             out.append(_ESCAPES[body[i + 1]])

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from carry.base.errors import CarryError
+from carry.base.untrusted import BadData, ascii_int, loads_json
 from carry.series.store import (
     RESOLUTION_DIR,
     RESOLUTION_LIMIT,
@@ -232,14 +233,18 @@ def parse(data: bytes, where: str) -> Resolution:
         fields[key] = value
         if key == "hunks":
             break
-    number, _, _ = fields.get("patch", "").partition(" ")
-    count = fields["hunks"]
-    if not (number.isdigit() and len(number) == 4 and count.isdigit()
-            and fields.get("version", "").isdigit() and "path" in fields):
+    raw_number, _, _ = fields.get("patch", "").partition(" ")
+    # ASCII digits only (`²` is isdigit() yet no int()), and no count of more lines than the
+    # file has (5,000 digits are past int()'s limit)
+    number = ascii_int(raw_number, 4) if len(raw_number) == 4 else None
+    count, version = ascii_int(fields["hunks"]), ascii_int(fields.get("version", ""))
+    if number is None or count is None or version is None or "path" not in fields:
         reader.fail("needs patch NNNN, path, version N and hunks N")
+    if count > len(reader.lines):
+        reader.fail(f"hunks {count}: more than the file's lines")
     path, note = reader.string(fields["path"]), reader.string(fields.get("recorded", '""'))
     hunks = []
-    for i in range(1, int(count) + 1):
+    for i in range(1, count + 1):
         while (line := reader.next()) == "":
             pass
         if line != f"hunk {i}":
@@ -249,7 +254,7 @@ def parse(data: bytes, where: str) -> Resolution:
         hunks.append((Hunk(a, base, b), fix))
     if any(line.strip() for line in reader.rest()):
         reader.fail("text after the last hunk")
-    return Resolution(int(number), path, tuple(hunks), int(fields["version"]), note)
+    return Resolution(number, path, tuple(hunks), version, note)
 
 
 @dataclass
@@ -272,9 +277,9 @@ class _Reader:
         return self.lines[self.at:]
 
     def string(self, raw: str) -> str:
-        try:
-            value = json.loads(raw)
-        except ValueError:
+        try:  # the one untrusted reader: a string nested 100,000 deep is no RecursionError
+            value = loads_json(raw.encode("utf-8", "surrogateescape"))
+        except BadData:
             value = None
         if not isinstance(value, str):
             self.fail(f"{raw[:40]!r} is not a quoted string")
@@ -282,11 +287,12 @@ class _Reader:
 
     def section(self, label: str) -> Lines:
         head = self.next()
-        word, _, count = head.partition(" ")
-        if word != label or not count.isdigit() or int(count) > len(self.lines):
+        word, _, raw = head.partition(" ")
+        count = ascii_int(raw)
+        if word != label or count is None or count > len(self.lines):
             self.fail(f"expected '{label} N'")
         out = []
-        for _ in range(int(count)):
+        for _ in range(count):
             line = self.next()
             if not line.startswith(" "):
                 self.fail("a line of a section must start with one space")
@@ -335,5 +341,9 @@ def load(root: Path) -> Recorded:
         if m is None or int(m.group(1)) != res.patch:
             raise CarryError(f"{where}: records patch {res.patch:04d} but is named for "
                              "another", hint="fix the file name or remove the file")
+        if m.group(2) != res.conflict_id[:16]:  # prune and status know a file by its name
+            raise CarryError(f"{where}: records conflict {res.conflict_id[:16]} but is "
+                             "named for another",
+                             hint=f"rename it to {res.file_name}, or remove it")
         files.append(res)
     return Recorded(files)

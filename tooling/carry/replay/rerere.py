@@ -185,13 +185,20 @@ def _can_recur(repo: Repo, res: Resolution, commit: RawCommit) -> bool:
     lines and the base among its old ones (the conflict's own necessary condition)."""
     if not commit.parents:
         return False
+    changes = repo.tree_changes(repo.read_commit(commit.parents[0]).tree, commit.tree)
+    # a file the patch adds may be one it renames: its old lines are those of a file it
+    # deletes, where the conflict's base then comes from
+    sources = [split_lines(repo.read_object(old[1])[2]) for old, new in changes.values()
+               if new is None and old is not None and old[0] in _REGULAR]
     pairs = []
-    for old, new in repo.tree_changes(repo.read_commit(commit.parents[0]).tree,
-                                      commit.tree).values():
+    for old, new in changes.values():
         if new is None or new[0] not in _REGULAR:
             continue
-        before = split_lines(repo.read_object(old[1])[2]) if old and old[0] in _REGULAR else []
-        pairs.append((before, split_lines(repo.read_object(new[1])[2])))
+        after = split_lines(repo.read_object(new[1])[2])
+        if old is not None and old[0] in _REGULAR:
+            pairs.append((split_lines(repo.read_object(old[1])[2]), after))
+        else:
+            pairs += [(before, after) for before in sources or [[]]]
     return any(all((_within(list(h.ours), after) or _within(list(h.theirs), after))
                    and _within(list(h.base), before) for h, _ in res.hunks)
                for before, after in pairs)

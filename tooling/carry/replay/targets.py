@@ -17,7 +17,7 @@ from carry.series.store import Series, Target
 
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 _SHA = re.compile(r"\b[0-9a-f]{40}\b")
-_PRERELEASE = re.compile(r"\d[.-]?(?:rc|dev|alpha|beta|pre|a|b)[.-]?\d*$")
+_PRERELEASE = re.compile(r"[0-9][.-]?(?:rc|dev|alpha|beta|pre|a|b)[.-]?[0-9]*$")
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,8 @@ from carry.replay.runs import PatchResult
 
 CONFLICTING = ("conflict", "would-conflict")
 LEFT_OUT = ("conflict", "skipped", "would-conflict")
-_PR = re.compile(r"\(#(\d+)\)\s*$|^Merge pull request #(\d+)")
+# ASCII digits, at most 10: `(#٥)` is no PR and `(#<5,000 digits>)` no int()
+_PR = re.compile(r"\(#([0-9]{1,10})\)\s*$|^Merge pull request #([0-9]{1,10})(?![0-9])")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _Known = tuple[dict[str, Any] | None, str]  # the cause, the patch file it builds on
 

@@ -36,10 +36,30 @@ class Unsigned:
         return f"{self.file} ({self.author} <{self.email}>)"
 
 
+_WELL_FORMED = re.compile(r"[^\s<>@]+@[^\s<>@]+")
+_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+
+
+def _ascii_lower(text: str) -> str:
+    """Only A-Z lowered: `str.lower`/`casefold` make the Kelvin sign `k` and `ß` `ss`, so
+    another person's address would pass for the author's."""
+    return text.translate(_LOWER)
+
+
+def well_formed(email: str) -> bool:
+    return bool(_WELL_FORMED.fullmatch(email))
+
+
+def same_email(a: str, b: str) -> bool:
+    """Whether two emails name one person: equal but for ASCII case; an empty or malformed
+    email (no `@`, spaces, angle brackets) matches nothing, not even itself."""
+    return well_formed(a) and well_formed(b) and _ascii_lower(a) == _ascii_lower(b)
+
+
 def signed(patch: patchmod.Patch) -> bool:
     """Whether a `Signed-off-by` in the trailer block names the patch's author's email."""
-    want = patch.author.email.casefold()
-    return any((m := _EMAIL.search(t.value)) and m.group(1).casefold() == want
+    want = patch.author.email
+    return any((m := _EMAIL.search(t.value)) and same_email(m.group(1), want)
                for t in trailers.find(patch.trailers, KEY))
 
 
@@ -57,7 +77,7 @@ def unsigned(series: Series) -> list[Unsigned]:
 def upstream_bound(series_list: list[Series], forge_repo: str) -> bool:
     """A PR to the manifest's upstream (vLLM), where the DCO check runs."""
     return any(s.manifest.upstream.repo and
-               s.manifest.upstream.repo.casefold() == forge_repo.casefold()
+               _ascii_lower(s.manifest.upstream.repo) == _ascii_lower(forge_repo)
                for s in series_list)
 
 
@@ -100,7 +120,7 @@ def sign(series: Series, me: Ident, force: bool = False) -> tuple[list[Plan], di
         exc = series.manifest.policy.exception_for(pf.number, KEY)
         if signed(patch):
             plans.append(Plan(pf.number, pf.name, a.name, a.email, "signed"))
-        elif a.email.casefold() != me.email.casefold():
+        elif not same_email(a.email, me.email):
             plans.append(Plan(pf.number, pf.name, a.name, a.email, "others",
                               f"only {a.name} can add it"))
         elif exc and not force:

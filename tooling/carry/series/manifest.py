@@ -281,7 +281,7 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
         )
         if prov.role not in ROLES:
             raise p.fail("role", "one of " + ", ".join(ROLES), prov.role)
-        if not re.fullmatch(r"[\w.-]+/[\w.-]+#\d+", prov.pr):
+        if not re.fullmatch(r"[\w.-]+/[\w.-]+#[0-9]{1,10}", prov.pr, re.ASCII):
             raise p.fail("pr", "owner/repo#number", prov.pr)
         m.provenance.append(prov)
     pol = r.sub("policy")

@@ -91,7 +91,7 @@ PATCH_NAME = re.compile(r"^([0-9]{4})-[A-Za-z0-9._-]*\.patch\Z")
 # Recorded conflict resolutions (carry.replay.rerere): one text file per conflicted path,
 # NNNN (the patch) and the conflict's id; part of every version like the patches.
 RESOLUTION_DIR = "resolutions"
-RESOLUTION_NAME = re.compile(r"^(\d{4})-([0-9a-f]{16})\.txt$")
+RESOLUTION_NAME = re.compile(r"^([0-9]{4})-([0-9a-f]{16})\.txt\Z")  # ASCII: `\d` takes ٠٠٠٢
 RESOLUTION_LIMIT = 4 << 20  # a resolution file is read whole; a larger one is refused
 
 

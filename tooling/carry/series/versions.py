@@ -60,7 +60,9 @@ def tag(series: Series) -> str | None:
     return _tag(series, toolkit_repo(series))
 
 
-def _tag(series: Series, repo: Repo | None) -> str | None:
+def _tag(series: Series, repo: Repo | None, replace: str = "") -> str | None:
+    """`replace`: the tag's old value, a discarded version's tree `write_next` writes the
+    number of again (`reusable`), which the new one takes."""
     if series.manifest.version == 0:
         return None
     if repo is None:
@@ -70,10 +72,37 @@ def _tag(series: Series, repo: Repo | None) -> str | None:
     existing = repo.try_rev_parse(f"refs/tags/{name}", "tree")
     if existing == tree:
         return name
+    if existing and existing == replace:
+        repo.set_ref(f"refs/tags/{name}", tree, replace, reflog=False)
+        return name
     if existing:
         raise CarryError(f"tag {name} already holds other content; bump the version instead")
     repo.create_tag(name, tree)
     return name
+
+
+def reusable(repo: Repo | None, root: Path, version: int) -> str:
+    """Whether carry may write version `version` of the series folder `root` when its tag
+    exists already: yes (the tag's tree is returned, for `_tag` to move) when the tag is
+    carry's own (a tag of a tree, not of a commit) and names a version no commit of any ref
+    ever held: one written, then discarded (`git checkout -- series/NAME`) before it was
+    committed. A committed version, or a tag carry did not make, is refused in one line,
+    before anything is written; "" when there is no such tag."""
+    name = tag_name(root.name, version)
+    if repo is None or not repo.ref_exists(f"refs/tags/{name}"):
+        return ""
+    sha, kind, _ = repo.read_object(f"refs/tags/{name}")
+    try:
+        rel = root.resolve().relative_to(repo.path).as_posix()
+    except ValueError:
+        rel = ""
+    if kind == "tree" and rel and sha not in repo.committed_trees(rel):
+        return sha
+    what = "a committed version" if kind == "tree" else f"a {kind or 'missing object'}"
+    raise CarryError(f"cannot write v{version} of {root.name}: tag {name} already names "
+                     f"{what}, and versions are never rewritten",
+                     hint=f"commit or restore the series folder at its latest version, or "
+                          f"`git tag -d {name}` if that tag is not carry's")
 
 
 def read(series: Series, version: str) -> Snapshot:
@@ -166,6 +195,18 @@ def _keep_outside_git(series: Series) -> str:
     return f"{KEPT}/{dest.name}"
 
 
+def _set_aside(root: Path, version: int) -> None:
+    """A kept `.versions/vN` for the number about to be written is a version written and
+    then put back by hand (a series and its kept copy are swapped in together, and an
+    --abort removes both): it is moved aside as `.versions/.vN-discarded-<time>`, never
+    deleted, so that the new vN is kept in its place and range-diff reads the new one."""
+    stale = root / KEPT / f"v{version}"
+    untrusted.refuse_links_between(root, stale)
+    if stale.is_dir():
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
+        stale.rename(stale.parent / f".v{version}-discarded-{stamp}")
+
+
 def _read_outside_git(series: Series, version: str, number: int) -> Snapshot:
     d = series.root / KEPT / f"v{number}"
     untrusted.refuse_links_between(series.root, d / MANIFEST)
@@ -204,6 +245,9 @@ def write_next(root: Path, manifest: Manifest, files: dict[str, bytes], summary:
         if (root / MANIFEST).exists():
             with contextlib.suppress(CarryError):
                 _tag(find(root.parent, root.name), repo)
+        replace = reusable(repo, root, manifest.version + 1)
+        if repo is None:
+            _set_aside(root, manifest.version + 1)
         manifest.version += 1
         date = today or dt.datetime.now(dt.UTC).date().isoformat()
         manifest.changelog.append(ChangelogEntry(manifest.version, date, summary))
@@ -217,7 +261,7 @@ def write_next(root: Path, manifest: Manifest, files: dict[str, bytes], summary:
         kept = ""
         with contextlib.suppress(CarryError):
             kept = f"{KEPT}/v{manifest.version}" if repo is None else (
-                _tag(find(root.parent, root.name), repo) or "")
+                _tag(find(root.parent, root.name), repo, replace) or "")
         return manifest.version, kept
     finally:
         if repo is not None:

@@ -93,6 +93,19 @@ def last_report(repo: Repo, name: str, commit: str) -> dict[str, Any] | None:
     return data if data.get("head_tree") == tree else None
 
 
+def other_plan(series: Series, report: dict[str, Any]) -> str:
+    """How `report` ran a test plan other than the series' current one ("" when it ran this
+    one): the same tree under another plan is another validation (the plan may have changed
+    and changed back since; the last report is then of the other plan)."""
+    tp = series.manifest.test
+    suites = report.get("suites")
+    if isinstance(suites, list) and suites != list(tp.suites):
+        return f"suites {', '.join(map(str, suites)) or '(none)'}, not {', '.join(tp.suites)}"
+    if report.get("engine") not in (None, "local") and report.get("image") != tp.image:
+        return f"image {report.get('image')}, not {tp.image}"
+    return ""
+
+
 def reports_for(series_list: list[Series], repo: Repo, branch: str, commit: str,
                 paths: Sequence[str], allow_failed: bool) -> dict[str, dict[str, Any] | None]:
     """Each series' report, bound to the tree the PR proposes: a report of another tree, of
@@ -113,6 +126,15 @@ def reports_for(series_list: list[Series], repo: Repo, branch: str, commit: str,
                     hint=f"carry validate {name} --commit {branch}")
             given[name] = rep
     out = {n: given.get(n) or last_report(repo, n, commit) for n in names}
+    for s in series_list:
+        found, why = out[s.name], other_plan(s, out[s.name] or {})
+        if found is not None and why and s.name in given:
+            raise CarryError(f"the report given for {s.name} ran another test plan ({why})",
+                             hint=f"carry validate {s.name} --commit {branch}")
+        if found is not None and why:
+            notes.warn(f"the last validation of {s.name} ran another test plan ({why}); "
+                       f"not quoted (carry validate {s.name} --commit {branch})")
+            out[s.name] = None
     for name, found in out.items():
         if found is not None and found.get("status") != "passed" and not allow_failed:
             raise CarryError(f"the validation of {name} on this tree {found.get('status')}: "

@@ -1,6 +1,8 @@
-"""The PR body's AI-assistance section: the policy's `ai_attribution` trailer and a
-`Co-authored-by:` whose name is a known AI tool's, each quoted as written; an email
-(a person's noreply address) decides nothing."""
+"""What `carry pr` checks and says: the commits it pushes are the series' current version,
+counted on the base of the repository the PR targets; the validation it quotes ran the
+current test plan; the AI-assistance section quotes the policy's `ai_attribution` trailer
+and a `Co-authored-by:` whose name is a known AI tool's, each as written (an email, a
+person's noreply address too, decides nothing)."""
 
 from __future__ import annotations
 
@@ -118,3 +120,38 @@ def test_pr_counts_its_commits_against_the_base_of_the_repository_it_targets(
         assert "3 commits on `main`" in json.loads(r.out)["body"]
     finally:
         gh.stop()
+
+
+def test_pr_quotes_no_validation_of_another_test_plan(tmp_path: Path,
+                                                      series_root: Path) -> None:
+    """Validated under plan A, then B; the plan is A again: the last report (B's, of the same
+    tree) is not this plan's validation, and the PR does not quote it."""
+    import sys
+
+    from carry.series import store as seriesmod
+    from tests.validate import synthetic
+
+    up = synthetic.upstream_project(tmp_path / "calc")
+    synthetic.import_series(series_root, up.path, "good", "fix", sys.executable)
+    env = {"CARRY_SERIES_DIR": str(series_root), "GH_TOKEN": "", "GITHUB_TOKEN": ""}
+    assert run_carry("apply", "good", "--repo", str(up.path), "--onto", "v1", "--branch",
+                     "carry/good", env=env).code == 0
+
+    def plan(suites: list[str]) -> None:
+        s = seriesmod.find(series_root, "good")
+        s.manifest.test.suites = suites
+        seriesmod.save_manifest(s)
+        v = run_carry("validate", "good", "--repo", str(up.path), "--commit", "carry/good",
+                      "--engine", "local", env=env)
+        assert v.code == 0, v.out + v.err
+
+    plan(list(synthetic.SUITES))
+    plan(synthetic.SUITES[:1])
+    s = seriesmod.find(series_root, "good")
+    s.manifest.test.suites = list(synthetic.SUITES)  # changed back, not validated again
+    seriesmod.save_manifest(s)
+    r = run_carry("pr", "good", "--repo", str(up.path), "--branch", "carry/good",
+                  "--forge-repo", FORK, "--base", "v1", "--dry-run", "--json", env=env)
+    assert r.code == 0, r.err
+    assert "No validation report of this tree was given." in json.loads(r.out)["body"]
+    assert "ran another test plan (suites tests/test_core.py, not " in r.err

@@ -110,3 +110,17 @@ def test_a_graphql_answer_of_the_wrong_shape_is_one_line(
     with pytest.raises(ForgeError) as no:
         steer._find(_forge(gh), FORK)
     assert "\n" not in str(no.value) and "not GitHub's" in str(no.value)
+
+
+def test_an_edit_history_too_long_to_read_back_changes_nothing(
+        gh: github_server.RunningServer) -> None:
+    """Past the pages carry reads, it cannot tell who ticked what: one line, no edit."""
+    number = _dashboard(gh)
+    issue = gh.state.repos[FORK].issues[number]
+    now = time.time()
+    issue.edits = [("carry-bot", now, issue.body)]
+    issue.edits += [("mallory", now + 1 + i, issue.body + "." * i) for i in range(150)]
+    with pytest.raises(ForgeError) as no:
+        _forge(gh).repo(FORK).body_edits(number, "carry-bot", pages=1)
+    assert "more than 100 edits since carry's own revision" in str(no.value)
+    assert gh.state.writes() == []

@@ -16,6 +16,13 @@ if git diff --cached --quiet -- series/; then
 fi
 branch=${CARRY_KEEP_BRANCH:-${GITHUB_REF_NAME:-$(git symbolic-ref --short HEAD)}}
 bot=(-c user.name="carry bot" -c user.email="carry-bot@users.noreply.github.com")
+# The checkout keeps no credentials (persist-credentials: false): the token reaches git push
+# through its environment for these commands only, never .git/config or the command line.
+if [ -n "${GH_TOKEN:-}" ]; then
+  export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.https://github.com/.extraheader
+  GIT_CONFIG_VALUE_0="AUTHORIZATION: basic $(printf 'x-access-token:%s' "$GH_TOKEN" | base64 -w0)"
+  export GIT_CONFIG_VALUE_0
+fi
 git "${bot[@]}" commit -q -m "series: refreshed by the carry CI loop" -- series/
 for attempt in 1 2; do
   if git push -q origin "HEAD:refs/heads/$branch" && git push -q origin 'refs/tags/series/*'; then

@@ -32,6 +32,7 @@ PREFIX = "/api/v3"
 WEB = "http://github.invalid"  # html_url host: never contacted, only shown
 STAMP = "2026-12-03T00:00:00Z"
 DOCS = "https://docs.github.com/rest"
+BODY_LIMIT = 65_536  # the longest issue, PR or comment body GitHub accepts
 API_VERSION = "2026-03-10"  # the one version the double answers in (githubkit's models)
 
 
@@ -98,6 +99,9 @@ class Fault:
     times: int = 1
     path: str = ""
     raw: bytes | None = None  # answer these bytes instead of GitHub's error document
+    # GitHub did what was asked, then the answer was lost (a 502 from its front end after the
+    # POST went through): the request is carried out, and this fault answered instead.
+    after: bool = False
 
 
 FAULT_BODIES = {
@@ -151,10 +155,11 @@ class GitHubState:
         self.after_answer: Callable[[str, str], None] | None = None
 
     def fault(self, status: int, times: int = 1, retry_after: str | None = None,
-              path: str = "", raw: bytes | None = None) -> None:
+              path: str = "", raw: bytes | None = None, after: bool = False) -> None:
         """Script a failure GitHub can answer with (401, secondary 403, 429, 500, 502...), or
-        with `raw`, any answer at all (a proxy's HTML page, JSON of the wrong shape)."""
-        self.faults.append(Fault(status, retry_after, times, path, raw))
+        with `raw`, any answer at all (a proxy's HTML page, JSON of the wrong shape); `after`
+        carries the request out first, as when GitHub's front end loses the answer."""
+        self.faults.append(Fault(status, retry_after, times, path, raw, after))
 
     def take_fault(self, path: str) -> Fault | None:
         with self.lock:
@@ -235,6 +240,12 @@ class _Handler(BaseHTTPRequestHandler):
         return f"http://{host}:{port}{PREFIX}"
 
     def send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        lost, self.lost = getattr(self, "lost", None), None
+        if lost is not None:  # done; the answer is lost and the fault's is sent instead
+            self.checked, payload, headers = False, {
+                "message": FAULT_BODIES[lost.status], "status": str(lost.status),
+                "documentation_url": "https://docs.github.com/rest"}, None
+            status = lost.status
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
@@ -271,6 +282,11 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             raise _Refused(400, {"message": "Problems parsing JSON",
                                  "documentation_url": DOCS}) from None
+        if isinstance(data, dict) and len(str(data.get("body") or "")) > BODY_LIMIT:
+            raise _Refused(422, {"message": "Validation Failed", "documentation_url": DOCS,
+                                 "errors": [{"resource": "Issue", "code": "custom",
+                                             "field": "body", "message": "body is too long "
+                                             f"(maximum is {BODY_LIMIT} characters)"}]})
         wrong = github_schema.check_request(self.endpoint, data)
         if wrong:
             raise _Refused(422, {"message": "Invalid request.\n\n"
@@ -312,7 +328,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.state.requests.append((method, path))
         self.endpoint, self.checked = "unrouted", True
         fault = self.state.take_fault(path)
-        if fault is not None:
+        if fault is not None and fault.after:
+            self.lost = fault
+        elif fault is not None:
             self.checked = False  # a scripted fault may be any answer at all
             self.raw_body()  # the request is read whole, as GitHub's front end does
             if fault.raw is not None:
@@ -595,10 +613,18 @@ class _Handler(BaseHTTPRequestHandler):
                 "type": "NOT_FOUND", "path": ["repository"],
                 "message": f"Could not resolve to a Repository with the name '{full}'."}]})
         first = int(v.get("first", 100))
+        if not 1 <= first <= 100:
+            return self.send(200, {"data": None, "errors": [{
+                "message": f"Requesting {first} records on the connection exceeds the "
+                "`first` limit of 100 records."}]})
+        start = int(v.get("after") or 0)  # the cursor: how many newer edits came before
         nodes = [{"editedAt": _stamp(at), "editor": {"login": who} if who else None,
-                  "diff": text} for who, at, text in reversed(issue.edits)][:first]
+                  "diff": text} for who, at, text in reversed(issue.edits)]
+        page = nodes[start:start + first]
+        info = {"hasNextPage": start + first < len(nodes),
+                "endCursor": str(start + len(page)) if page else None}
         self.send(200, {"data": {"repository": {"issue": {"userContentEdits": {
-            "nodes": nodes}}}}})
+            "nodes": page, "pageInfo": info}}}}})
 
     def get_permission(self, q: dict[str, str], full: str, login: str) -> None:
         """GET /repos/{o}/{r}/collaborators/{username}/permission: `permission` is the legacy

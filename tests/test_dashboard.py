@@ -439,3 +439,33 @@ def test_the_board_parses_only_what_it_renders() -> None:
     assert ("retry", "good", "main") not in boardmod.boxes(quoted)
     assert boardmod.parse(FORK, text.replace("carry:dashboard-data {", "carry:dashboard-data "
                                              "{not json")).cells == []
+
+
+@pytest.mark.parametrize("method", ["POST", "PATCH"])
+def test_a_kill_during_the_dashboard_update_converges_to_one_dashboard(
+        site: Site, method: str) -> None:
+    """SIGKILL the moment GitHub made (POST) or edited (PATCH) the dashboard: a rerun finds
+    it by its marker and leaves one dashboard, holding this run's table."""
+    import signal
+
+    if method == "PATCH":
+        site.ci()
+        _release(site.up, "v3", "core: keep only the newest state", {"calc/core.py": REWORK})
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def kill(m: str, p: str) -> None:
+        if m == method and p.startswith(f"/repos/{FORK}/issues") and procs:
+            procs[0].send_signal(signal.SIGKILL)
+            site.gh.state.after_answer = None
+
+    site.gh.state.after_answer = kill
+    args = ["ci", "--repo", str(site.up.path), "--engine", "local", "--out",
+            str(site.tmp / "out"), "--dashboard", "--json"]
+    procs.append(subprocess.Popen([sys.executable, "-m", "carry", *args],
+                                  env={**os.environ, **site.env}, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL))
+    assert procs[0].wait() == -signal.SIGKILL
+    again = site.ci()
+    assert again["dashboard"][0]["action"] in ("updated", "unchanged")
+    site.dashboard()  # exactly one
+    assert site.ci()["dashboard"][0]["action"] == "unchanged"

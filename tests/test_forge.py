@@ -39,7 +39,7 @@ def test_pr_dry_run_touches_nothing(gh: github_server.RunningServer, fork: Commi
     assert out["action"] == "would-open" and out["missing"] == []
     assert "<!-- carry:series=demo -->" in out["body"]
     assert "## Test Plan" in out["body"] and "## AI assistance" in out["body"]
-    assert "- OpenAI Codex assisted patch 0003 (`Assisted-by: OpenAI Codex`)." in out["body"]
+    assert "- Patch 0003: `Assisted-by: OpenAI Codex`." in out["body"]
     assert out["looked_up"] is True and gh.state.requests  # it read the open PRs
     assert gh.state.writes() == []
     assert git(fork.path, "ls-remote", "origin", "refs/heads/carry/demo") == ""

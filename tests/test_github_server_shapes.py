@@ -244,11 +244,11 @@ def test_an_issue_edit_history_and_a_collaborators_permission(
     fresh.state.roles[("lab/fork", "tim")] = "triage"
     issue = fresh.state.add_issue("lab/fork", title="d", body="v0", user="carry-bot")
     mine = Forge.connect(fresh.url, TOKEN).repo("lab/fork")
-    assert mine.body_edits(issue.number) == []
+    assert mine.body_edits(issue.number, "carry-bot") == []
     mine.edit_issue(issue.number, body="v1")
     Forge.connect(fresh.url, "ghp_alice").repo("lab/fork").edit_issue(issue.number, body="v2")
     mine.edit_issue(issue.number, title="only the title")
-    assert [(e.editor, e.body) for e in mine.body_edits(issue.number)] == [
+    assert [(e.editor, e.body) for e in mine.body_edits(issue.number, "carry-bot")] == [
         ("carry-bot", "v0"), ("carry-bot", "v1"), ("alice", "v2")]
     assert [mine.can_write(u) for u in ("alice", "tim", "nobody")] == [True, False, False]
     assert not fresh.state.violations

@@ -44,11 +44,42 @@ def table(title: str, columns: list[str], rows: list[list[str]]) -> None:
 
 
 def _plain_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
-    widths = [max(len(str(r[i])) for r in [columns, *rows]) for i in range(len(columns))]
+    widths = _fit([max(len(str(r[i])) for r in [columns, *rows]) for i in range(len(columns))],
+                  _columns())
     out = [title] if title else []
     for r in [columns, *rows]:
-        out.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+        cells = [_cut(str(c), w) for c, w in zip(r, widths, strict=True)]
+        out.append("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
     sys.stdout.write("\n".join(out) + "\n")
+
+
+def _columns() -> int:
+    """The width to fit: $COLUMNS, else stdout's terminal; 0 (no limit) for a pipe or a file,
+    whose reader may want every character (--json has them all in any case)."""
+    import os
+    import shutil
+
+    if os.environ.get("COLUMNS", "").isdigit() or sys.stdout.isatty():
+        return shutil.get_terminal_size((0, 0)).columns
+    return 0
+
+
+def _fit(widths: list[int], cols: int) -> list[int]:
+    """Narrow the widest columns (never the first, which names things) until the row fits
+    `cols`, each kept at least 12 wide."""
+    if not cols:
+        return widths
+    out = list(widths)
+    while sum(out) + 2 * (len(out) - 1) > cols:
+        i = max(range(1, len(out)), key=lambda k: out[k], default=0)
+        if i == 0 or out[i] <= 12:
+            break
+        out[i] -= min(out[i] - 12, sum(out) + 2 * (len(out) - 1) - cols)
+    return out
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "\u2026"
 
 
 def human_date(raw: str) -> str:

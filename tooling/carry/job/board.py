@@ -3,8 +3,9 @@ retry it and one per series to pause it, and carry's own record of the table in 
 line, all rendered and parsed here (nothing here talks to GitHub: steer.py does).
 
 Everything is parsed by markers on lines of their own, never searched for in prose: the
-issue by `<!-- carry:dashboard v=1 -->` on its first line, each box by the marker that ends
-its line (`<!-- carry:box retry series=S target=T -->`), and the record by
+issue by `<!-- carry:dashboard v=1 -->` on a line of its own (carry writes it first; a reader
+may move it), each box by the marker that ends its line
+(`<!-- carry:box retry series=S target=T -->`), and the record by
 `<!-- carry:dashboard-data {...} -->`. A box line someone adds by hand is not one carry
 rendered, and steer.py counts only those. The text holds nothing that changes between two
 runs that found nothing new, so such a run sends no edit.
@@ -17,6 +18,8 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 from urllib.parse import quote, unquote
+
+from carry.publish.text import inert
 
 MARK = "<!-- carry:dashboard "
 TITLE = "carry: dashboard of the carried series"
@@ -73,8 +76,9 @@ class Board:
 
 
 def is_dashboard(body: str) -> bool:
-    m = _HEAD.search(body.replace("\r\n", "\n"))  # GitHub's web editor saves CRLF
-    return m is not None and m.start() == 0
+    """The marker on a line of its own, wherever a reader moved it (GitHub's web editor
+    saves CRLF): carry opened the issue with it, and `owned` says whether carry did."""
+    return _HEAD.search(body.replace("\r\n", "\n")) is not None
 
 
 def boxes(body: str) -> dict[Key, bool]:
@@ -148,8 +152,8 @@ def _when(stamp: str) -> str:
 
 def _md(text: str) -> str:
     """Safe inside a table cell: no pipe ends it, no newline breaks the row, no `<` opens a
-    tag or a comment (an upstream subject is anyone's text)."""
-    return text.replace("|", "\\|").replace("\r", "").replace("\n", " ").replace("<", "&lt;")
+    tag or a comment, no `@` mentions (an upstream subject is anyone's text)."""
+    return inert(text)
 
 
 def _code(text: str) -> str:
@@ -208,7 +212,8 @@ def render(board: Board) -> str:
     data = {"schema": 1, "cells": [asdict(c) for c in cells], "prs": board.prs,
             "last_run": board.last_run, "ignored": board.ignored}
     text = json.dumps(data, sort_keys=True, separators=(",", ":"))
-    text = text.replace("<", "\\u003c").replace(">", "\\u003e")  # never ends the comment
+    # never ends the comment, never a mention
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("@", "\\u0040")
     return "\n".join([*lines, "", f"<!-- carry:dashboard-data {text} -->"]) + "\n"
 
 

@@ -13,7 +13,7 @@ from urllib.parse import quote, unquote
 
 from carry.job import verdict
 from carry.publish import github as forgemod
-from carry.publish import owned
+from carry.publish import owned, text
 
 if TYPE_CHECKING:
     from carry.job.loop import Action, _Context
@@ -48,9 +48,11 @@ def _fence(text: str) -> str:
 
 def body(series: str, target: str, ref: str, upstream: str, failing: list[dict[str, str]],
          tail: str) -> str:
+    """The issue's text, within GitHub's limit: rows past it are counted, not shown; every
+    message is inert (text.inert) and the output sits in a fence it cannot close."""
     mine = sum(f.get("verdict") == verdict.SERIES for f in failing)
     theirs = sum(f.get("verdict") == verdict.UPSTREAM for f in failing)
-    lines = [
+    head = [
         marker(series, target, ref, upstream), "",
         f"The carried series `{series}` applies cleanly to `{ref}` (`{upstream[:12]}`, target "
         f"`{target}`), but its tests fail: {mine} only with the series, {theirs} on upstream "
@@ -59,17 +61,28 @@ def body(series: str, target: str, ref: str, upstream: str, failing: list[dict[s
         "it when a later run passes.", "",
         "## Failing tests", "", "| test | without the series | message |",
         "| --- | --- | --- |"]
-    for f in failing:
-        msg = f.get("message", "").replace("|", "\\|").replace("\n", " ")[:200]
-        lines.append(f"| `{f.get('test', '')}` | {f.get('verdict', '')} | {msg} |")
+    end: list[str] = []
     if tail:
         fence = _fence(tail)
-        lines += ["", "## The end of the output", "", fence, tail, fence]
-    lines += ["", "## Next", "",
-              f"A test that fails only with the series is the series' to fix: `carry validate "
-              f"{series} --onto {ref} --baseline` runs both. One that fails on upstream too is "
-              "upstream's breakage."]
-    return "\n".join(lines) + "\n"
+        end += ["", "## The end of the output", "", fence, tail, fence]
+    end += ["", "## Next", "",
+            f"A test that fails only with the series is the series' to fix: `carry validate "
+            f"{series} --onto {ref} --baseline` runs both. One that fails on upstream too is "
+            "upstream's breakage."]
+    room = text.LIMIT - text.size("\n".join(head + end)) - 300
+    rows: list[str] = []
+    for f in failing:
+        row = (f"| {text.code(f.get('test', '')[:300])} | {text.inert(f.get('verdict', ''))} "
+               f"| {text.inert(f.get('message', '')[:200])} |")
+        room -= text.size(row) + 1
+        if room < 0:
+            break
+        rows.append(row)
+    if len(rows) < len(failing):
+        rows.append(f"\n{len(failing) - len(rows)} more failing tests not shown (GitHub keeps "
+                    f"{text.LIMIT} characters in an issue); the job's summary.json lists all "
+                    f"{len(failing)}.")
+    return text.bounded("\n".join(head + rows + end) + "\n")
 
 
 def _find(ctx: _Context, full: str, series: str, target: str

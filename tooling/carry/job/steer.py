@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from carry.job.loop import Action, Options
 
 
+SHOWN = 10  # failing tests a cell lists: the rest are in its issue (300 would pass the limit)
+
+
 @dataclass
 class Steering:
     """The dashboard as this run found it: carry's last board with the accepted boxes."""
@@ -89,10 +92,10 @@ def _find(forge: forgemod.Forge, full: str) -> tuple[Board, forgemod.IssueInfo |
 def _verified(forge: forgemod.Forge, full: str, issue: forgemod.IssueInfo) -> Board:
     """carry's own last revision, with each later box change that a writer made."""
     gh = forge.repo(full)
-    edits = gh.body_edits(issue.number)
+    me = forge.me()
+    edits = gh.body_edits(issue.number, me)
     if not edits:  # never edited: the body is the one carry opened the issue with
         return boardmod.parse(full, issue.body)
-    me = forge.me()
     ours = [i for i, e in enumerate(edits) if owned.same(e.editor, me)]
     if not ours:
         board = Board(full)
@@ -188,8 +191,9 @@ def _state(row: Any) -> tuple[str, list[str]]:
         return "validated", []
     failing = [f for f in getattr(row, "failing", None) or [] if isinstance(f, dict)]
     if failing:
-        return "tests failing", [f"`{f.get('test', '')}`: {f.get('verdict', '')}"
-                                 for f in failing]
+        shown = [f"`{f.get('test', '')}`: {f.get('verdict', '')}" for f in failing[:SHOWN]]
+        rest = [f"{len(failing) - SHOWN} more in its issue"] if len(failing) > SHOWN else []
+        return "tests failing", shown + rest
     return row.validate.removeprefix("cached "), [row.summary] if row.summary else []
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from pathlib import Path
 
 from carry.base import redact
 from carry.base.errors import CarryError
@@ -23,8 +22,14 @@ from carry.validate.results import Report
 UPSTREAM = "fails on upstream too"
 SERIES = "fails only with the series"
 TAIL_LINES = 40
-_WORKTREE = re.compile(r"\S*?/carry-validate-[^/\s]*/(?:head|baseline)/")
+LINE_CHARS = 2000  # of one output line: an issue shows no more, and the clean-up stays short
+LOG_BYTES = 1 << 20  # of the log's end: what the tail is cut from
+# Every pattern here starts with a literal and runs no unbounded lazy or nested repetition, so
+# each is linear in the line (the old `\S*?/carry-validate-...` tried every position of a
+# long word to its end: a 100 KB line kept `ci run` busy for minutes).
+_WORKTREE = re.compile(r"/carry-validate-[^/\s]*/(?:head|baseline)/")
 _TIME = re.compile(r" in \d+(?:\.\d+)?s(?: \(\d+:\d\d:\d\d\))?")
+_SPACE = re.compile(r"(\s+)")
 
 
 def triage(s: Series, repo: Repo, onto: str, head: str, report: Report, engine: str,
@@ -67,11 +72,28 @@ def tail(report: Report, lines: int = TAIL_LINES) -> str:
     if step is None:
         return ""
     try:
-        text = Path(step.log).read_text("utf-8", "replace")
+        with open(step.log, "rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - LOG_BYTES))
+            text = fh.read(LOG_BYTES).decode("utf-8", "replace")
     except OSError:
         return ""
     lines_of = text.splitlines()
     if len(lines_of) >= 2 and lines_of[0].startswith("# cwd: ") and lines_of[1].startswith("$"):
         lines_of = lines_of[2:]  # the engine's header: the checkout and the command line
-    kept = [_TIME.sub("", _WORKTREE.sub("", line)).rstrip() for line in lines_of]
-    return redact.scrub("\n".join(kept[-lines:]).strip("\n"))[-6000:]
+    kept = [clean(line) for line in lines_of[-lines:]]
+    return redact.scrub("\n".join(kept).strip("\n"))[-6000:]
+
+
+def clean(line: str) -> str:
+    """One output line without what differs between two runs (durations, the throw-away
+    checkout's path, cut at its start), bounded to LINE_CHARS."""
+    if len(line) > LINE_CHARS:
+        line = f"{line[:LINE_CHARS]} [{len(line) - LINE_CHARS} more characters not shown]"
+    words = _SPACE.split(line)
+    for i, word in enumerate(words):
+        if "/carry-validate-" in word:
+            found = list(_WORKTREE.finditer(word))
+            if found:
+                words[i] = word[found[-1].end():]
+    return _TIME.sub("", "".join(words)).rstrip()

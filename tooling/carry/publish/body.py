@@ -15,6 +15,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from carry.publish.text import code
 from carry.series import patches as patchmod
 from carry.series.store import Series
 
@@ -47,6 +48,7 @@ class Pushed:
     base: str
     count: int
     commits: dict[str, str]
+    stale: tuple[str, ...] = ()  # patches whose commit's message is not the series' own
 
 
 def marker(names: list[str]) -> str:
@@ -225,23 +227,41 @@ def _nums(nums: list[int]) -> str:
     return ("patch " if len(nums) == 1 else "patches ") + ", ".join(f"{n:04d}" for n in nums)
 
 
+# Names of AI tools as they sign a `Co-authored-by:` (GitHub's own co-author trailer); an
+# email says nothing (a person's GitHub address is a noreply one too).
+AI_NAMES = ("claude", "codex", "copilot", "chatgpt", "openai", "gemini", "cursor", "devin",
+            "aider", "amazon q", "codewhisperer", "tabnine", "windsurf", "jules")
+_AI_NAME = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in AI_NAMES) + r")\b", re.I)
+
+
+def ai_trailers(key: str, p: patchmod.Patch) -> list[str]:
+    """The trailers of `p` that credit an AI tool, each as written: the policy's
+    `ai_attribution` key, and a `Co-authored-by:` whose name (not email) is a known AI's."""
+    out = []
+    for t in p.trailers:
+        name = t.value.split("<", 1)[0]
+        if t.is_(key) or t.is_("Co-authored-by") and _AI_NAME.search(name[:200]):
+            out.append(f"{t.key}: {t.value}")
+    return out
+
+
 def _ai(series: Series, plist: list[patchmod.Patch]) -> str:
     policy = series.manifest.policy
     key = policy.ai_attribution
     tools: dict[str, list[int]] = {}
     without = []
     for p in plist:
-        found = [t.value for t in p.trailers if t.is_(key) or t.is_("Co-authored-by")
-                 and "noreply" in t.value.lower()]
-        for value in found:
-            tools.setdefault(value, []).append(p.number)
+        found = ai_trailers(key, p)
+        for line in found:
+            tools.setdefault(line, []).append(p.number)
         if not found:
             without.append(p.number)
-    out = [f"- {tool} assisted {_nums(nums)} (`{key}: {tool}`)." for tool, nums in tools.items()]
+    out = [f"- {_nums(nums).capitalize()}: {code(line)}." for line, nums in tools.items()]
     if not tools:
-        out.append(f"- No patch carries an `{key}:` trailer.")
+        out.append(f"- No patch carries an `{key}:` trailer or an AI tool's "
+                   "`Co-authored-by:`.")
     elif without:
-        out.append(f"- {_nums(without).capitalize()} carry no `{key}:` trailer.")
+        out.append(f"- {_nums(without).capitalize()} credit no AI tool.")
     for exc in policy.exceptions:
         out.append(f"- Policy exception, {_nums([exc.patch])} without "
                    f"{', '.join(f'`{t}:`' for t in exc.trailers)}: {exc.reason}.")
@@ -255,7 +275,7 @@ def _trailers_ok(series: Series, plist: list[patchmod.Patch]) -> bool:
 
 
 def _checklist(series_list: list[Series], reports: dict[str, Report | None],
-               plists: dict[str, list[patchmod.Patch]]) -> str:
+               plists: dict[str, list[patchmod.Patch]], pushed: Pushed | None = None) -> str:
     def described(s: Series) -> bool:
         cover = cover_sections(s.cover)
         related = [p for p in s.manifest.provenance if p.role == "related"]
@@ -271,7 +291,8 @@ def _checklist(series_list: list[Series], reports: dict[str, Report | None],
         ("The tests ran in an image pinned by digest.",
          all(r is not None and "@sha256:" in str(r.get("image", "")) for r in tested)),
         ("Every commit carries the trailers the policy requires, or a named exception.",
-         all(_trailers_ok(s, plists[s.name]) for s in series_list)),
+         all(_trailers_ok(s, plists[s.name]) for s in series_list)
+         and not (pushed and pushed.stale)),  # the commits pushed, not only the series
     ]
     return "\n".join(f"- [{'x' if ok else ' '}] {text}" for text, ok in items)
 
@@ -325,5 +346,5 @@ def render(series_list: list[Series], reports: dict[str, Report | None] | None =
             parts.append(f"## Series {s.name}: {s.manifest.title}")
         parts += _section(s, reports.get(s.name), plists[s.name], "###" if several else "##",
                           pushed)
-    parts.append("## Checklist\n\n" + _checklist(series_list, reports, plists))
+    parts.append("## Checklist\n\n" + _checklist(series_list, reports, plists, pushed))
     return Body(head_title, "\n\n".join(parts).strip() + "\n")

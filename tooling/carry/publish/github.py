@@ -197,7 +197,7 @@ class Forge:
         except OSError as exc:
             raise ForgeError(f"cannot reach {self.url}: {exc.strerror or exc}") from None
         except (ValueError, TypeError, KeyError, AttributeError, OverflowError,
-                BadAttributeException) as exc:
+                RecursionError, BadAttributeException) as exc:
             # A 200 that is not GitHub's JSON (a proxy's page, another shape), or a header no
             # number fits (X-RateLimit-Reset: 1e400): PyGithub fails as it reads the object,
             # whichever attribute that is.
@@ -205,11 +205,21 @@ class Forge:
                              f"{type(exc).__name__}",
                              hint="check --api-url / $GITHUB_API_URL") from None
 
-    def _call(self, what: str, fn: Callable[[], T]) -> T:
-        """fn(), tried again while GitHub says to and the --max-wait budget lasts."""
+    def _call(self, what: str, fn: Callable[[], T],
+              lost: Callable[[], T | None] | None = None) -> T:
+        """fn(), tried again while GitHub says to and the --max-wait budget lasts. A request
+        that creates passes `lost`: a 502 may come after GitHub made the object, so before
+        each retry `lost()` looks for it, and what it finds is the answer (never a second)."""
         waited = 0.0
         attempt = 1
         while True:
+            if attempt > 1 and lost is not None:
+                with self._errors(what):
+                    found = lost()
+                if found is not None:
+                    self.log(f"carry: {what} was made before GitHub's answer was lost; "
+                             "not made again")
+                    return found
             with self._errors(what):
                 try:
                     return fn()

@@ -93,6 +93,19 @@ def last_report(repo: Repo, name: str, commit: str) -> dict[str, Any] | None:
     return data if data.get("head_tree") == tree else None
 
 
+def other_plan(series: Series, report: dict[str, Any]) -> str:
+    """How `report` ran a test plan other than the series' current one ("" when it ran this
+    one): the same tree under another plan is another validation (the plan may have changed
+    and changed back since; the last report is then of the other plan)."""
+    tp = series.manifest.test
+    suites = report.get("suites")
+    if isinstance(suites, list) and suites != list(tp.suites):
+        return f"suites {', '.join(map(str, suites)) or '(none)'}, not {', '.join(tp.suites)}"
+    if report.get("engine") not in (None, "local") and report.get("image") != tp.image:
+        return f"image {report.get('image')}, not {tp.image}"
+    return ""
+
+
 def reports_for(series_list: list[Series], repo: Repo, branch: str, commit: str,
                 paths: Sequence[str], allow_failed: bool) -> dict[str, dict[str, Any] | None]:
     """Each series' report, bound to the tree the PR proposes: a report of another tree, of
@@ -113,6 +126,15 @@ def reports_for(series_list: list[Series], repo: Repo, branch: str, commit: str,
                     hint=f"carry validate {name} --commit {branch}")
             given[name] = rep
     out = {n: given.get(n) or last_report(repo, n, commit) for n in names}
+    for s in series_list:
+        found, why = out[s.name], other_plan(s, out[s.name] or {})
+        if found is not None and why and s.name in given:
+            raise CarryError(f"the report given for {s.name} ran another test plan ({why})",
+                             hint=f"carry validate {s.name} --commit {branch}")
+        if found is not None and why:
+            notes.warn(f"the last validation of {s.name} ran another test plan ({why}); "
+                       f"not quoted (carry validate {s.name} --commit {branch})")
+            out[s.name] = None
     for name, found in out.items():
         if found is not None and found.get("status") != "passed" and not allow_failed:
             raise CarryError(f"the validation of {name} on this tree {found.get('status')}: "
@@ -141,7 +163,10 @@ def carried(repo: Repo, series_list: list[Series], base: str, head: str,
         found |= {name: by_ident[key] for name, p in named if name not in found
                   and (key := (p.author.line(), p.message)) in by_ident}
     missing = sorted(name for name, _ in named if name not in found)
-    return prbody.Pushed(head, base_name, len(commits), found), missing
+    messages = {c.sha: c.message.rstrip() for c in repo.read_commits(sorted(set(found.values())))}
+    stale = tuple(sorted(name for name, p in named  # trailing blank lines are git's, not ours
+                         if name in found and messages[found[name]] != p.message.rstrip()))
+    return prbody.Pushed(head, base_name, len(commits), found, stale), missing
 
 
 def marked(pulls: list[forgemod.PullInfo], names: list[str]) -> list[forgemod.PullInfo]:
@@ -195,11 +220,21 @@ def run(series_list: list[Series], repo: Repo, req: Request) -> PrResult:
         dco.refuse_unsigned(series_list, req.forge_repo)
     commit = repo.rev_parse(req.branch)
     remote = remotemod.for_push(req.remote, series_list)
-    base_commit = remotemod.base_commit(repo, remote, req.base)
+    # The PR's base lives in --forge-repo: upstream's remote when the PR goes upstream.
+    on = remotemod.for_pulls(None, series_list[0], req.forge_repo)
+    base_commit = remotemod.base_commit(repo, on if on.name in repo.remotes() else remote,
+                                        req.base)
     pushed, missing = carried(repo, series_list, base_commit, commit, req.base)
     if missing and not req.force:
         raise CarryError(f"branch {req.branch} does not carry {len(missing)} series patch(es), "
                          f"first {missing[0]}", hint="rebase with --refresh, or pass --force")
+    if pushed.stale and not req.force:  # the checks above read the series, not the branch
+        first = pushed.stale[0]
+        raise CarryError(
+            f"branch {req.branch} carries an older version of {len(pushed.stale)} series "
+            f"patch(es): the message of commit {pushed.commits[first][:12]} is not that of "
+            f"{first} (its trailers, such as Signed-off-by, differ); nothing was pushed",
+            hint="carry apply the series' current version onto that branch, or pass --force")
     given = req.report_path
     paths = [given] if isinstance(given, str) else list(given or [])
     reports = reports_for(series_list, repo, req.branch, commit, paths, req.allow_failed)

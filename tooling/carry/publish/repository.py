@@ -5,11 +5,18 @@ handle is cheap; the repository itself is read once per run, on its first reques
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from carry.base import redact
-from carry.publish.github import CommentInfo, Forge, IssueInfo, PullInfo
+from carry.publish import text
+from carry.publish.github import CommentInfo, Forge, ForgeError, IssueInfo, PullInfo
 
+PAGES = 20  # of 100 edits each: the history read back to carry's own revision
+_EDITS = ("query($owner: String!, $name: String!, $number: Int!, $first: Int!, "
+          "$after: String) { repository(owner: $owner, name: $name) { issue(number: $number) "
+          "{ userContentEdits(first: $first, after: $after) { nodes { editedAt editor { login "
+          "} diff } pageInfo { hasNextPage endCursor } } } } }")
 WRITE = ("admin", "write")  # the legacy `permission` levels that can push (maintain reads write)
 
 
@@ -21,6 +28,50 @@ class EditInfo:
     editor: str
     at: str  # ISO 8601, UTC
     body: str
+
+
+@dataclass
+class _Login:
+    login: str
+
+
+@dataclass
+class _Edit:
+    editedAt: str  # noqa: N815 - GraphQL's own names, checked by untrusted.build
+    editor: _Login | None = None
+    diff: str | None = None
+
+
+@dataclass
+class _PageInfo:
+    hasNextPage: bool  # noqa: N815
+    endCursor: str | None = None  # noqa: N815
+
+
+@dataclass
+class _Edits:
+    nodes: list[_Edit]
+    pageInfo: _PageInfo | None = None  # noqa: N815
+
+
+@dataclass
+class _Issue:
+    userContentEdits: _Edits  # noqa: N815
+
+
+@dataclass
+class _Repository:
+    issue: _Issue
+
+
+@dataclass
+class _Data:
+    repository: _Repository
+
+
+@dataclass
+class _Answer:
+    data: _Data
 
 
 @dataclass
@@ -55,17 +106,25 @@ class GitHubRepo:
     def create_pull(self, title: str, body: str, head: str, base: str,
                     draft: bool) -> PullInfo:
         repo = self._gh_repo()
+        owner = self.name.split("/", 1)[0]
+        full_head = head if ":" in head else f"{owner}:{head}"
+
+        def lost() -> PullInfo | None:
+            return next((_pull(p) for p in repo.get_pulls(state="open", head=full_head,
+                                                          base=base)
+                         if p.user and p.user.login == self.forge.me()), None)
+
         return self.forge._call(
             f"a new pull request in {self.name}",
-            lambda: _pull(repo.create_pull(title=redact.scrub(title), body=redact.scrub(body),
-                                           head=head, base=base, draft=draft)))
+            lambda: _pull(repo.create_pull(title=redact.scrub(title), body=_body(body),
+                                           head=head, base=base, draft=draft)), lost)
 
     def edit_pull(self, number: int, **fields: str) -> PullInfo:
         repo = self._gh_repo()
 
         def edit() -> PullInfo:
             pr = repo.get_pull(number)
-            pr.edit(**{k: redact.scrub(v) for k, v in fields.items()})
+            pr.edit(**_fields(fields))
             return _pull(repo.get_pull(number))
 
         return self.forge._call(f"pull request {self.name}#{number}", edit)
@@ -81,10 +140,19 @@ class GitHubRepo:
         repo = self._gh_repo()
 
         def post() -> CommentInfo:
-            c = repo.get_issue(number).create_comment(redact.scrub(body))
+            c = repo.get_issue(number).create_comment(_body(body))
             return CommentInfo(c.id, c.body or "", c.user.login)
 
-        return self.forge._call(f"a comment on {self.name}#{number}", post)
+        def lost() -> CommentInfo | None:
+            """The newest comment, when it is this one by carry's account."""
+            every = list(repo.get_issue(number).get_comments())
+            last = every[-1] if every else None
+            if last is not None and last.user and last.user.login == self.forge.me() and (
+                    (last.body or "") == _body(body)):
+                return CommentInfo(last.id, last.body or "", last.user.login)
+            return None
+
+        return self.forge._call(f"a comment on {self.name}#{number}", post, lost)
 
     def merge_sha(self, number: int) -> str:
         """The commit a merged PR became on its base, from its `merged` event (the API version
@@ -135,15 +203,25 @@ class GitHubRepo:
 
     def create_issue(self, title: str, body: str) -> IssueInfo:
         repo = self._gh_repo()
+        sent = (redact.scrub(title), _body(body))
+
+        def lost() -> IssueInfo | None:
+            """The newest open issue carry's account opened, when it is this one."""
+            for i in repo.get_issues(state="open", creator=self.forge.me(), sort="created",
+                                     direction="desc"):
+                if i.pull_request is None and i.user and i.user.login == self.forge.me():
+                    return _issue(i) if (i.title, i.body or "") == sent else None
+            return None
+
         return self.forge._call(f"a new issue in {self.name}",
-                          lambda: _issue(repo.create_issue(title=redact.scrub(title),
-                                                           body=redact.scrub(body))))
+                                lambda: _issue(repo.create_issue(title=sent[0], body=sent[1])),
+                                lost)
 
     def edit_issue(self, number: int, **fields: str) -> None:
         """One PATCH: the issue object is lazy, so nothing is read first."""
         repo = self._gh_repo()
         self.forge._call(f"issue {self.name}#{number}", lambda: repo.get_issue(number).edit(
-            **{k: redact.scrub(v) for k, v in fields.items()}))
+            **_fields(fields)))
 
     def close_issue(self, number: int, comment: str) -> CommentInfo:
         """Say why, then close: a reader of the closed issue sees the reason last."""
@@ -151,29 +229,45 @@ class GitHubRepo:
         self.edit_issue(number, state="closed", state_reason="completed")
         return posted
 
-    def body_edits(self, number: int, newest: int = 100) -> list[EditInfo]:
-        """The body's revisions, oldest first: empty while it was never edited, else the
-        created one and every edit. REST has no record of who edited a body (the issue events
-        and timeline have none), so this asks GraphQL's `userContentEdits`, which lists them
-        newest first; equal times keep that order, reversed."""
+    def body_edits(self, number: int, mine: str, pages: int = PAGES) -> list[EditInfo]:
+        """The body's revisions, oldest first, from the newest back to the last one `mine`
+        made (all of them when it made none): empty while it was never edited. REST has no
+        record of who edited a body, so this asks GraphQL's `userContentEdits` (newest first,
+        100 a page), page after page; equal times keep GitHub's order, reversed. More than
+        `pages` pages of other accounts' edits is a one-line error: nothing is changed."""
+        got: list[EditInfo] = []
+        after: str | None = None
+        for _ in range(pages):
+            page = partial(self._edits_page, number, after)
+            nodes, after = self.forge._call(f"the edits of {self.name}#{number}", page)
+            got += nodes
+            if after is None or any(e.editor.casefold() == mine.casefold() for e in nodes):
+                order = sorted(range(len(got)), key=lambda i: (got[i].at, -i))
+                return [got[i] for i in order]
+        raise ForgeError(f"{self.name}#{number} has more than {pages * 100} edits since "
+                         "carry's own revision; carry cannot tell who ticked its boxes, so it "
+                         "leaves the issue alone",
+                         hint="close that issue: the next run opens a new dashboard")
+
+    def _edits_page(self, number: int, after: str | None) -> tuple[list[EditInfo], str | None]:
+        """One page of edits, every field checked (a server's answer is untrusted)."""
+        from carry.base import untrusted
+
         owner, name = self.name.split("/", 1)
-        query = ("query($owner: String!, $name: String!, $number: Int!, $first: Int!) { "
-                 "repository(owner: $owner, name: $name) { issue(number: $number) { "
-                 "userContentEdits(first: $first) { nodes { editedAt editor { login } diff } "
-                 "} } } }")
-        variables = {"owner": owner, "name": name, "number": number, "first": newest}
-
-        def ask() -> list[EditInfo]:
-            _, data = self.forge._gh.requester.graphql_query(query, variables)
-            if data.get("errors"):
-                raise ValueError(str(data["errors"][0].get("message", "")))
-            nodes = data["data"]["repository"]["issue"]["userContentEdits"]["nodes"]
-            got = [EditInfo((n["editor"] or {}).get("login") or "", str(n["editedAt"]),
-                            n["diff"] or "") for n in nodes]
-            order = sorted(range(len(got)), key=lambda i: (got[i].at, -i))
-            return [got[i] for i in order]
-
-        return self.forge._call(f"the edits of {self.name}#{number}", ask)
+        variables = {"owner": owner, "name": name, "number": number, "first": 100,
+                     "after": after}
+        _, data = self.forge._gh.requester.graphql_query(_EDITS, variables)
+        if untrusted.depth(data) > untrusted.MAX_DEPTH:
+            raise ValueError("nested too deep")
+        try:
+            page = untrusted.build(_Answer, data, "answer").data.repository.issue
+        except untrusted.BadData as exc:
+            raise ValueError(str(exc)) from None
+        edits = page.userContentEdits
+        more = edits.pageInfo.hasNextPage if edits.pageInfo else False
+        cursor = edits.pageInfo.endCursor if edits.pageInfo else None
+        return ([EditInfo(n.editor.login if n.editor else "", n.editedAt, n.diff or "")
+                 for n in edits.nodes], cursor if more and cursor else None)
 
     def can_write(self, login: str) -> bool:
         """Whether `login` may push to the repository (GET .../collaborators/LOGIN/permission);
@@ -189,6 +283,15 @@ class GitHubRepo:
                 return False
 
         return self.forge._call(f"the permission of {login} on {self.name}", ask)
+
+def _body(body: str) -> str:
+    """Every body carry sends: scrubbed of tokens, then within GitHub's limit."""
+    return text.bounded(redact.scrub(body))
+
+
+def _fields(fields: dict[str, str]) -> dict[str, str]:
+    return {k: _body(v) if k == "body" else redact.scrub(v) for k, v in fields.items()}
+
 
 def _issue(i: Any) -> IssueInfo:
     return IssueInfo(number=i.number, title=i.title or "", body=i.body or "", state=i.state,

@@ -22,6 +22,7 @@ from carry.base.errors import CarryError
 from carry.git import GitError, Ident, RefUpdate, Repo
 from carry.rebase import state as st
 from carry.rebase import trial as trialmod
+from carry.rebase.checkout import keep_untracked
 from carry.rebase.checkout import remove as _remove_worktree
 from carry.rebase.checkout import stop as _stop
 from carry.replay import rerere
@@ -280,6 +281,7 @@ def resume(series: Series, repo: Repo, action: str,
             head = resolved
         else:
             committer = repo.committer_ident()
+            keep_untracked(repo, Path(state["worktree"]))
             try:
                 resolved = take_resolution(repo, Path(state["worktree"]), step, head,
                                            state["paths"], committer)

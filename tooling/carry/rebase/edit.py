@@ -21,6 +21,7 @@ from carry.base.errors import CarryError
 from carry.base.suggest import did_you_mean
 from carry.git import Repo
 from carry.rebase import state as st
+from carry.rebase.checkout import claim, keep_untracked
 from carry.rebase.checkout import remove as remove_worktree
 from carry.replay import targets as targetmod
 from carry.replay.engine import PatchResult, TargetResult
@@ -84,6 +85,7 @@ def start(series: Series, repo: Repo, number: int, onto: str | None = None) -> E
             steps[i] = PatchResult(later.number, later.file, later.subject, later.author,
                                    source=later.source)
     wt = st.worktree_path(repo, series.name, t.slug)
+    claim(repo, wt)  # before the state: a refusal changes nothing
     state = st.new(series.name, series.root, done.result, t, branch[0], branch[1],
                    series.manifest.version, "edit", parent, k, str(wt))
     st.write(path, state)  # the state first, then the worktree it names
@@ -96,7 +98,8 @@ def start(series: Series, repo: Repo, number: int, onto: str | None = None) -> E
 
 def _checkout(repo: Repo, wt: Path, commit: str) -> None:
     """`wt` at `commit`: a kept worktree moved in place, else a new one (in the emptied
-    folder a shell may still be in)."""
+    folder a shell may still be in); never in what carry did not make (`claim`)."""
+    claim(repo, wt)
     work = repo.worktree_reset(wt, commit)
     if work is None:
         if wt.exists() and any(wt.iterdir()):
@@ -124,8 +127,7 @@ def resume(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResul
     wt, k, parent = Path(state["worktree"]), state["position"], state["head"]
     steps = st.steps(state)
     step = steps[k]
-    if not repo.owns_worktree(wt):
-        raise CarryError(f"the edit worktree {wt} is gone", hint="carry rebase --abort")
+    keep_untracked(repo, wt)  # and that it is carry's own
     work = Repo(wt.resolve())
     try:
         tree = work.stage_tracked()  # edits not committed count too, as a resolution's do

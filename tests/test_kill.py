@@ -330,12 +330,12 @@ def _loop_campaigns(ctx: dict[str, Any], kills: int,
             git(up.path, "update-ref", "-d", ref)
 
     def stopped(make: bool) -> Callable[[], None]:
-        """Stopped at 0004; with `make`, the worktree asked for (--continue) and there."""
+        """Stopped at 0004; with `make`, the worktree asked for (--resolve) and there."""
         def reset() -> None:
             clean()
             assert run_carry(*args, "--onto", "main").code == 1
             if make:
-                assert run_carry(*args, "--continue").code == 1
+                assert run_carry(*args, "--resolve").code == 1
         return reset
 
     def finished(first: tuple[str, ...]) -> Callable[[], None]:

@@ -58,7 +58,12 @@ class Worktrees(Base):
             return False
         try:
             mark = (admin / "locked").read_text("utf-8").strip()
+        except (OSError, ValueError):
+            return False
+        try:
             head = (admin / "HEAD").read_text("utf-8").strip()
+        except FileNotFoundError:  # a kill inside carry's own `add`, before it wrote HEAD
+            head = "0" * 40
         except (OSError, ValueError):
             return False
         return mark == MARK and COMMIT_ID.fullmatch(head) is not None

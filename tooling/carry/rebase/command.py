@@ -249,8 +249,7 @@ def resume(series: Series, repo: Repo, action: str,
     """`--continue` or `--skip` on the stopped target(s). A skip (or a resolution that adds
     nothing) takes the forecast's trial up to the next stop, merging nothing; a resolution
     replays the rest. `--continue` at a stop with no worktree yet takes a resolution recorded
-    since on another target, or else makes the worktree and stays stopped: there is nothing
-    to take until a maintainer has resolved in it."""
+    since on another target, or else is refused: `--resolve` makes the worktree."""
     states = _pick(repo, series, which)
     if len(states) > 1:
         names = ", ".join(s["target"]["name"] for s in states)
@@ -275,9 +274,10 @@ def resume(series: Series, repo: Repo, action: str,
         elif not st.ready(state):  # no worktree holds this stop yet
             resolved = take_recorded(series, repo, step, head, repo.committer_ident())
             if resolved is None:
-                _stop(series, repo, result, t, branch, refresh,
-                      Replayed(result, pos, state["paths"], head, trial), make=True)
-                return [result]
+                raise CarryError(f"{step.file} is not resolved yet: no worktree holds the "
+                                 f"conflict on {t.name}",
+                                 hint="carry rebase --resolve checks it out to resolve in "
+                                      "(or --skip, --abort)")
             head = resolved
         else:
             committer = repo.committer_ident()

@@ -29,6 +29,8 @@ def stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarge
     nothing from a half-moved worktree (it moves it again) and whose `--abort` removes it."""
     step = result.patches[done.stop or 0]
     wt = st.worktree_path(repo, series.name, target.slug)
+    if make:
+        claim(repo, wt)  # before the state: a refusal changes nothing
     state = st.new(series.name, series.root, result, target, branch[0], branch[1],
                    series.manifest.version if refresh else 0, "conflict", done.head,
                    done.stop or 0, str(wt), done.paths, trial=done.trial)

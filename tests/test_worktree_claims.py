@@ -222,3 +222,51 @@ def test_resolve_makes_the_worktree_and_continue_only_continues(
     assert run_carry("rebase", "--continue", *args).code == 0
     r = run_carry("rebase", "demo", "--resolve", *args)
     assert r.code == 2 and "no carry rebase" in r.err, r.err
+
+
+def _three_stops(up: CommitBuilder, root: Path) -> tuple[str, ...]:
+    """Three patches onto a moved main: 0002 and 0003 both conflict."""
+    git(up.path, "checkout", "-q", "-b", "feature", "base")
+    up.commit("One: h1", {"src/util.py": util(h1=10)})
+    up.commit("Two: h10", {"src/util.py": util(h1=10, h10=100)})
+    up.commit("Three: f", {"src/core.py": "def f():\n    return 3\n"})
+    up.checkout("main")
+    up.commit("Upstream h10", {"src/util.py": util(h10=101)})
+    up.commit("Upstream f", {"src/core.py": "def f():\n    return 30\n"})
+    args = ("--repo", str(up.path), "--series-dir", str(root))
+    assert run_carry("import", "demo", "--range", "base..feature", *args).code == 0
+    return args
+
+
+@pytest.mark.parametrize("then", ["--skip", "--resolve"])
+def test_gc_prune_now_during_a_stop_loses_nothing(upstream: CommitBuilder, series_root: Path,
+                                                  then: str) -> None:
+    """F15: the stop's commits (the replayed patches, the trial a --skip takes) were
+    referenced by nothing but the state file: `git gc --prune=now` during the stop made
+    --continue and --skip fail with "unknown object"."""
+    args = _three_stops(upstream, series_root)
+    assert run_carry("rebase", "demo", "--onto", "main", *args).code == 1
+    git(upstream.path, "gc", "-q", "--prune=now")
+    r = run_carry("rebase", then, *args)
+    assert r.code == 1 and "CONFLICT" in r.out, r.err
+    if then == "--resolve":
+        wt = upstream.path.parent / f"{upstream.path.name}.carry" / "demo" / "main"
+        (wt / "src/util.py").write_text(util(h1=10, h10=1001))
+        git(upstream.path, "gc", "-q", "--prune=now")
+        r = run_carry("rebase", "--continue", *args)  # and stops at 0003
+        assert r.code == 1 and "CONFLICT" in r.out, r.err
+    git(upstream.path, "gc", "-q", "--prune=now")
+    r = run_carry("rebase", "--skip", *args)
+    assert r.code == 0, r.err
+    assert git(upstream.path, "fsck", "--no-dangling", "--connectivity-only") == ""
+    assert git(upstream.path, "for-each-ref", "refs/carry/stops") == ""  # gone with the stop
+
+
+def test_abort_and_quit_drop_the_refs_that_kept_a_stop(upstream: CommitBuilder,
+                                                        series_root: Path) -> None:
+    args = _three_stops(upstream, series_root)
+    for end in ("--abort", "--quit"):
+        assert run_carry("rebase", "demo", "--onto", "main", "--force", *args).code == 1
+        assert git(upstream.path, "for-each-ref", "refs/carry/stops") != ""
+        assert run_carry("rebase", end, *args).code == 0
+        assert git(upstream.path, "for-each-ref", "refs/carry/stops") == ""

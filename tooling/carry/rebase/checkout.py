@@ -35,11 +35,11 @@ def stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarge
                    series.manifest.version if refresh else 0, "conflict", done.head,
                    done.stop or 0, str(wt), done.paths, trial=done.trial)
     path = st.state_path(repo, series.name, target.slug)
-    st.write(path, state)
+    st.write(repo, path, state)
     if make or repo.made_by_carry(wt):  # not the empty folder a shell was left in (remove)
         state["paths"] = checkout(repo, wt, done.head, step.source) or done.paths
         state["ready"] = True
-        st.write(path, state)
+        st.write(repo, path, state)
     from carry.rebase.hints import hints
 
     result.conflict = Conflict(step.file, step.subject, step.author, state["paths"],

@@ -165,7 +165,7 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
         state = st.new(series.name, series.root, r, t, ref, old,
                        series.manifest.version if refresh else 0, "finishing", r.head,
                        len(r.patches))
-        st.write(path, {**state, "group": group})
+        st.write(repo, path, {**state, "group": group})
         paths.append(path)
     moved = [(t, r) for t, r in done if r.head != branches[t.slug][1]]
     updates = [RefUpdate(branches[t.slug][0], r.head, branches[t.slug][1]) for t, r in moved]
@@ -174,7 +174,7 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
             repo.set_refs(updates, targetmod.reflog_message(series.name, [t for t, _ in moved]))
     except GitError as exc:
         for path in paths:
-            path.unlink(missing_ok=True)
+            st.remove(repo, path)
         for _, r in done:
             r.status, r.head = "failed", ""
             r.message = f"a branch moved while carry worked; no branch was written ({exc})"
@@ -183,7 +183,7 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
         r.updated = r.head != branches[t.slug][1]
         if refresh:
             r.refreshed = _refresh(series, repo, r, t)
-        path.unlink(missing_ok=True)
+        st.remove(repo, path)
 
 
 # -- continue, skip, abort ----------------------------------------------------------------------
@@ -223,7 +223,7 @@ def abort(series: Series, repo: Repo, which: Sequence[str] = ()) -> list[Aborted
             from carry.series import versions
 
             back = versions.restore(series, state["refresh"])
-        st.state_path(repo, series.name, targetmod.slug(t["name"])).unlink(missing_ok=True)
+        st.remove(repo, st.state_path(repo, series.name, targetmod.slug(t["name"])))
         out.append(Aborted(series.name, t["name"], state["branch"], restored,
                            str(wt) if wt else "", back))
     return out
@@ -304,7 +304,7 @@ def resume(series: Series, repo: Repo, action: str,
         head = head if taken is None else taken[0]
         state.update(phase="replaying", head=head, patches=[asdict(p) for p in steps],
                      ready=False, trial=[])  # the worktree stays, for the next stop
-        st.write(path, state)
+        st.write(repo, path, state)
     if state["phase"] == "replaying":
         if any(s.status == "pending" for s in steps):  # none after a skip that took the trial
             committer, recorded = repo.committer_ident(), rerere.load(series.root)
@@ -330,7 +330,7 @@ def resume(series: Series, repo: Repo, action: str,
     result.updated = True
     if state["refresh"] and series.manifest.version == state["refresh"]:
         result.refreshed = _refresh(series, repo, result, t)
-    path.unlink(missing_ok=True)
+    st.remove(repo, path)
     return [result]
 
 

@@ -88,10 +88,10 @@ def start(series: Series, repo: Repo, number: int, onto: str | None = None) -> E
     claim(repo, wt)  # before the state: a refusal changes nothing
     state = st.new(series.name, series.root, done.result, t, branch[0], branch[1],
                    series.manifest.version, "edit", parent, k, str(wt))
-    st.write(path, state)  # the state first, then the worktree it names
+    st.write(repo, path, state)  # the state first, then the worktree it names
     _checkout(repo, wt, step.commit)
     state["ready"] = True
-    st.write(path, state)
+    st.write(repo, path, state)
     return EditStop(series.name, t.name, step.file, step.subject, step.author, step.commit,
                     str(wt), branch[0])
 
@@ -146,7 +146,7 @@ def resume(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResul
                                                     original.encoding):
         t = state["target"]
         remove_worktree(repo, wt)
-        st.state_path(repo, series.name, targetmod.slug(t["name"])).unlink(missing_ok=True)
+        st.remove(repo, st.state_path(repo, series.name, targetmod.slug(t["name"])))
         return [TargetResult(series.name, t["name"], t["ref"], t["sha"], "applied", "", steps,
                              message=f"{step.file} is unchanged: no new version written")]
     step.commit = repo.write_commit(tree, [parent], edited.message, original.author,
@@ -154,5 +154,6 @@ def resume(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResul
     step.status, step.reason = "applied", "edited"
     state.update(phase="replaying", head=step.commit, patches=[asdict(p) for p in steps],
                  ready=False, trial=[])  # from here on, a rebase's replay; the worktree stays
-    st.write(st.state_path(repo, series.name, targetmod.slug(state["target"]["name"])), state)
+    st.write(repo, st.state_path(repo, series.name, targetmod.slug(state["target"]["name"])),
+             state)
     return command.resume(series, repo, "continue", [state["target"]["name"]])

@@ -86,7 +86,7 @@ def quit_(series: Series, repo: Repo, which: Sequence[str]) -> list[Quit]:
             remove_worktree(repo, wt)
         ref = state["branch"]
         at = repo.try_rev_parse(ref) if repo.ref_exists(ref) else None
-        st.state_path(repo, series.name, targetmod.slug(t["name"])).unlink(missing_ok=True)
+        st.remove(repo, st.state_path(repo, series.name, targetmod.slug(t["name"])))
         out.append(Quit(series.name, t["name"], ref, at or "", state["head"],
                         str(wt) if wt else ""))
     return out

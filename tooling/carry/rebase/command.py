@@ -330,6 +330,16 @@ def resume(series: Series, repo: Repo, action: str,
     result.updated = True
     if state["refresh"] and series.manifest.version == state["refresh"]:
         result.refreshed = _refresh(series, repo, result, t)
+    elif state["refresh"] and series.manifest.version == state["refresh"] + 1:
+        # written, and interrupted (Ctrl-C, a kill) before its tag: tagged now
+        from carry.series import versions
+
+        try:
+            kept = versions.tag(series) or ""
+        except CarryError:  # a tag of that number holds other content: left as it is
+            kept = ""
+        result.refreshed = {"version": series.manifest.version, "tag": kept,
+                            "files": sorted(p.name for p in series.patches())}
     st.remove(repo, path)
     return [result]
 

@@ -159,7 +159,7 @@ def test_a_worktree_a_killed_add_left_half_made_is_forgotten(
     worktree` command die. `--abort` leaves no worktree but the repository's own;
     `--continue` makes the conflict worktree again."""
     args = _stopped_once(upstream, series_root)
-    assert run_carry("rebase", "--continue", *args).code == 1  # the worktree, made
+    assert run_carry("rebase", "--resolve", *args).code == 1  # the worktree, made
     wt = upstream.path.parent / f"{upstream.path.name}.carry" / "demo" / "main"
     admin = Path(git(wt, "rev-parse", "--absolute-git-dir"))
     (admin / "locked").write_text(f"{MARK}\n")  # as `add --lock` leaves it, killed mid-way

@@ -62,8 +62,8 @@ def checkout(repo: Repo, wt: Path, head: str, source: str) -> list[str]:
                     return work.cherry_pick_no_commit(source)
                 finally:
                     work.close()
-    if not (wt.is_dir() and not any(wt.iterdir())):  # an emptied one is made again in place
-        remove(repo, wt, tidy=False)
+    if wt.exists() and any(wt.iterdir()):  # ours (claimed); an emptied one is reused in place
+        remove(repo, wt, tidy=False)  # (`add` forgets a registration whose folder is gone)
     wt.parent.mkdir(parents=True, exist_ok=True)
     work = repo.worktree_add(wt, head)
     try:

@@ -29,8 +29,8 @@ Flag = typer.Option
 @app.command()
 def rebase(
     name: Annotated[Optional[str], typer.Argument(  # noqa: UP045
-        help="The series; optional when resuming (--continue, --skip, --abort, --quit, "
-             "--show-current-patch).")] = None,
+        help="The series; optional when resuming (--continue, --resolve, --skip, --abort, "
+             "--quit, --show-current-patch).")] = None,
     repo: RepoPath = None,
     onto: Refs = None,
     target: Targets = None,

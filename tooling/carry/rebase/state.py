@@ -87,11 +87,11 @@ def write(repo: Repo, path: Path, state: dict[str, Any]) -> None:
 
 
 def remove(repo: Repo, path: Path) -> None:
-    """The state, then the ref that kept its commits (a kill in between leaves a ref that
-    the next state of this target replaces)."""
-    path.unlink(missing_ok=True)
+    """The ref that kept the state's commits, then the state: a kill in between leaves a
+    state that `--abort` (or the next write) still finds, never a ref nothing removes."""
     if repo.ref_exists(keep_ref(path)):
         repo.set_ref(keep_ref(path), None, ANY, reflog=False)
+    path.unlink(missing_ok=True)
 
 
 def read(path: Path) -> dict[str, Any]:

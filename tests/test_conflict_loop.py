@@ -74,7 +74,7 @@ def _snapshot(repo: Path) -> dict[str, Any]:
 def _resolving(ctx: dict[str, Any], *extra: str) -> None:
     """Stop at 0002 and ask for the worktree, as a maintainer who means to resolve does."""
     assert run_carry(*ctx["args"], "--onto", "main", *extra).code == 1
-    res = run_carry(*ctx["args"], "--continue")
+    res = run_carry(*ctx["args"], "--resolve")
     assert res.code == 1 and f"resolve in {ctx['wt']}" in res.out, res.out
 
 
@@ -113,8 +113,7 @@ def test_a_stop_makes_no_worktree_and_continue_makes_it(loop: dict[str, Any]) ->
     assert text.code == 1 and "CONFLICT in 0002-P2-h1.patch" in text.out, text.err
     assert "0004-P4-h1-again.patch would-conflict too" in text.out
     hint = next(line for line in text.out.splitlines() if "to resolve it:" in line)
-    assert " --continue " in hint and hint.endswith("makes the conflict worktree (or --skip, "
-                                                    "--abort)")
+    assert " --resolve " in hint and hint.endswith("(or --skip, --abort)")
     assert not loop["wt"].exists() and _state(loop)["ready"] is False
     assert run_carry(*loop["args"], "--abort").code == 0
     res = run_carry(*loop["args"], "--onto", "main", "--json")
@@ -135,9 +134,9 @@ def test_a_stop_makes_no_worktree_and_continue_makes_it(loop: dict[str, Any]) ->
     assert res.code == 1 and json.loads(res.out)[0]["conflict"]["file"] == \
         "0004-P4-h1-again.patch"
     assert not loop["wt"].exists()
-    # a maintainer who wants to resolve asks with --continue: the worktree is made, and the
+    # a maintainer who wants to resolve asks with --resolve: the worktree is made, and the
     # rebase stays where it is (nothing was resolved yet)
-    res = run_carry(*loop["args"], "--continue")
+    res = run_carry(*loop["args"], "--resolve")
     assert res.code == 1 and f"resolve in {loop['wt']}" in res.out, res.out
     assert "CONFLICT in 0004-P4-h1-again.patch" in res.out
     assert _state(loop)["ready"] is True and _state(loop)["position"] == 3
@@ -229,7 +228,7 @@ def test_a_resolution_is_never_judged_by_the_old_trial(loop: dict[str, Any]) -> 
     `f` that 0005 expects) must still be replayed, and 0005 then applies."""
     assert run_carry(*loop["args"], "--onto", "main").code == 1
     assert run_carry(*loop["args"], "--skip").code == 1
-    assert run_carry(*loop["args"], "--continue").code == 1  # makes the worktree
+    assert run_carry(*loop["args"], "--resolve").code == 1  # makes the worktree
     (loop["wt"] / "src/util.py").write_text(util(h1=12))
     (loop["wt"] / "src/core.py").write_text("def f():\n    return 1\n")
     res = run_carry(*loop["args"], "--continue", "--json")
@@ -259,7 +258,7 @@ def test_abort_after_a_skip_with_the_kept_worktree_leaves_the_repo_identical(
 def test_a_worktree_left_half_moved_is_moved_again_not_taken(loop: dict[str, Any]) -> None:
     """A kill between the state of the next stop and the worktree's move leaves `ready`
     false: --continue then takes nothing from the worktree (which still holds the last
-    stop, here resolved) and moves it to this stop instead."""
+    stop, here resolved), and --resolve moves it to this stop."""
     _resolving(loop)
     assert run_carry(*loop["args"], "--skip", "--json").code == 1
     state = _state(loop)
@@ -267,6 +266,9 @@ def test_a_worktree_left_half_moved_is_moved_again_not_taken(loop: dict[str, Any
     (loop["wt"] / "src/util.py").write_text(util(h1=12))  # resolved, as if for 0004...
     loop["state"].write_text(json.dumps({**state, "ready": False}))  # ...but not moved yet
     res = run_carry(*loop["args"], "--continue")
+    assert res.code == 2 and "--resolve" in res.err and _state(loop)["position"] == 3
+    assert (loop["wt"] / "src/util.py").read_text() == util(h1=12)
+    res = run_carry(*loop["args"], "--resolve")
     assert res.code == 1 and "CONFLICT in 0004-P4-h1-again.patch" in res.out, res.out
     assert "<<<<<<<" in (loop["wt"] / "src/util.py").read_text()
     assert _state(loop)["ready"] is True and _state(loop)["position"] == 3
@@ -323,7 +325,7 @@ def test_no_syncfs_on_the_conflict_path(loop: dict[str, Any], tmp_path: Path) ->
 
     git(loop["root"].parent, "init", "-q")
     assert spied(*loop["args"], "--onto", "main", "--refresh") == 1
-    assert spied(*loop["args"], "--continue") == 1  # the worktree, made
+    assert spied(*loop["args"], "--resolve") == 1  # the worktree, made
     (loop["wt"] / "src/util.py").write_text(util(h1=11))
     assert spied(*loop["args"], "--continue") == 1
     (loop["wt"] / "src/core.py").write_text("def f():\n    return 5\n")

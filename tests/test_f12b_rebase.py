@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from carry.git.worktrees import MARK
 from tests.conftest import CommitBuilder, git, run_carry, util
 
 
@@ -31,7 +32,7 @@ def _stopped_twice(up: CommitBuilder, root: Path) -> tuple[str, ...]:
     assert run_carry("rebase", "demo", *repo, "--onto", "main", "--onto", "other",
                      *sd).code == 1
     for target in ("main", "other"):  # the worktrees, asked for
-        assert run_carry("rebase", *repo, "--continue", "--target", target, *sd).code == 1
+        assert run_carry("rebase", *repo, "--resolve", "--target", target, *sd).code == 1
     return sd
 
 
@@ -74,7 +75,7 @@ def test_inside_a_worktree_the_worktree_says_which_rebase(
     upstream.checkout("main")
     assert run_carry("rebase", "demo", "--repo", str(upstream.path), "--onto", "other",
                      *sd).code == 1
-    again = run_carry("rebase", "--repo", str(upstream.path), "--continue", *sd)
+    again = run_carry("rebase", "--repo", str(upstream.path), "--resolve", *sd)
     assert again.code == 1, again.err
     assert (wt_other / "src" / "util.py").is_file() and os.stat(wt_other).st_ino == inode
     assert git(wt_other, "status", "--porcelain").startswith("UU src/util.py")
@@ -113,7 +114,7 @@ def test_quit_drops_the_state_and_worktree_and_keeps_every_ref(
         upstream: CommitBuilder, series_root: Path) -> None:
     args = _stopped_once(upstream, series_root)
     applied = upstream.rev("carry/demo/main")
-    assert run_carry("rebase", "--continue", *args).code == 1  # the worktree
+    assert run_carry("rebase", "--resolve", *args).code == 1  # the worktree
     state = _state(upstream, "main")
     wt = Path(str(state["worktree"]))
     assert wt.is_dir()
@@ -143,25 +144,25 @@ def test_an_emptied_folder_a_killed_worktree_add_left_locked_is_made_again(
             shutil.rmtree(entry)
         else:
             entry.unlink()
-    r = run_carry("rebase", "--continue", *args)
+    r = run_carry("rebase", "--resolve", *args)
     assert r.code == 1, r.err
     assert git(wt, "status", "--porcelain").startswith("UU src/util.py")
 
 
 @pytest.mark.parametrize("cut", ["HEAD", "commondir"])
-@pytest.mark.parametrize("then", ["--abort", "--continue"])
+@pytest.mark.parametrize("then", ["--abort", "--resolve"])
 def test_a_worktree_a_killed_add_left_half_made_is_forgotten(
         upstream: CommitBuilder, series_root: Path, cut: str, then: str) -> None:
-    """A `kill -9` inside `git worktree add` leaves the worktree registered under git's
-    "initializing" lock with a file not yet written: HEAD missing (`worktree remove` refuses
+    """A `kill -9` inside `git worktree add --lock` leaves the worktree registered under
+    carry's lock with a file not yet written: HEAD missing (`worktree remove` refuses
     it, `prune` skips it), or commondir created and still empty, which makes every `git
     worktree` command die. `--abort` leaves no worktree but the repository's own;
     `--continue` makes the conflict worktree again."""
     args = _stopped_once(upstream, series_root)
-    assert run_carry("rebase", "--continue", *args).code == 1  # the worktree, made
+    assert run_carry("rebase", "--resolve", *args).code == 1  # the worktree, made
     wt = upstream.path.parent / f"{upstream.path.name}.carry" / "demo" / "main"
     admin = Path(git(wt, "rev-parse", "--absolute-git-dir"))
-    (admin / "locked").write_text("initializing\n")  # as `add` leaves it, killed mid-way
+    (admin / "locked").write_text(f"{MARK}\n")  # as `add --lock` leaves it, killed mid-way
     if cut == "HEAD":
         (admin / "HEAD").unlink()
     else:
@@ -175,7 +176,7 @@ def test_a_worktree_a_killed_add_left_half_made_is_forgotten(
         assert listed.count("worktree ") == 1
         assert not wt.exists() and not list((upstream.path / ".git").glob("worktrees/*/locked"))
     else:
-        assert listed.count("worktree ") == 2 and "locked" not in listed
+        assert listed.count("worktree ") == 2 and "initializing" not in listed
         assert git(wt, "status", "--porcelain").startswith("UU src/util.py")
 
 
@@ -191,7 +192,7 @@ def test_a_half_made_worktree_of_a_gone_folder_does_not_break_the_next_one(
     (admin / "locked").write_text("initializing\n")
     (admin / "commondir").write_bytes(b"")
     shutil.rmtree(other)
-    r = run_carry("rebase", "--continue", *args)
+    r = run_carry("rebase", "--resolve", *args)
     assert r.code == 1, r.err
     assert not admin.exists()
     assert git(upstream.path, "worktree", "list", "--porcelain").count("worktree ") == 2

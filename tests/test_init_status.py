@@ -98,7 +98,7 @@ def test_status_shows_stopped_rebase_branches_and_validation(
     stop = run_carry("rebase", "demo", "--repo", str(upstream.path), "--onto", "main", *sd)
     assert stop.code == 1, stop.err
     # the conflict worktree, asked for (a stop makes none)
-    assert run_carry("rebase", "--repo", str(upstream.path), "--continue", *sd).code == 1
+    assert run_carry("rebase", "--repo", str(upstream.path), "--resolve", *sd).code == 1
     r = run_carry("status", "demo", "--repo", str(upstream.path), "--json", *sd)
     assert r.code == 0, r.err
     data = json.loads(r.out)["series"][0]

@@ -5,9 +5,9 @@ the new ones, never a mix: one target moved and not the other, or a branch moved
 series still at its old version. `supersede --apply` writes to GitHub before the series: after
 a kill, the next run must leave the new state whole (every PR closed once, with one comment,
 and recorded), whatever the kill interrupted. The conflict loop too (F10): a `--skip` that
-moves the kept worktree to the next stop in place, one with no worktree, and the `--continue`
-that makes the worktree at a stop; after each kill the loop still finishes with the same
-trees, and `--abort` leaves the repository as it was.
+moves the kept worktree to the next stop in place, one with no worktree, the `--resolve`
+that makes the worktree at a stop, and `carry edit` itself; after each kill the loop still
+finishes with the same trees, and `--abort` leaves the repository as it was.
 
 The default tier kills each command a few times; the slow tier 50 times each.
 """
@@ -330,12 +330,12 @@ def _loop_campaigns(ctx: dict[str, Any], kills: int,
             git(up.path, "update-ref", "-d", ref)
 
     def stopped(make: bool) -> Callable[[], None]:
-        """Stopped at 0004; with `make`, the worktree asked for (--continue) and there."""
+        """Stopped at 0004; with `make`, the worktree asked for (--resolve) and there."""
         def reset() -> None:
             clean()
             assert run_carry(*args, "--onto", "main").code == 1
             if make:
-                assert run_carry(*args, "--continue").code == 1
+                assert run_carry(*args, "--resolve").code == 1
         return reset
 
     def finished(first: tuple[str, ...]) -> Callable[[], None]:
@@ -351,7 +351,7 @@ def _loop_campaigns(ctx: dict[str, Any], kills: int,
     out = {}
     paths = (("--skip, worktree kept", True, ("--skip",), ()),
              ("--skip --json, no worktree", False, ("--skip", "--json"), ()),
-             ("--continue makes the worktree", False, ("--continue",), ("--continue",)))
+             ("--resolve makes the worktree", False, ("--resolve",), ("--resolve",)))
     for name, make, action, first in paths if every else paths[:1]:
         out[name] = c.run((*args, *action), stopped(make), finished(first))
     # and --abort after a kill anywhere in those, back to the repository as it was
@@ -359,13 +359,84 @@ def _loop_campaigns(ctx: dict[str, Any], kills: int,
     before = _snapshot(up.path)
     rng = random.Random(kills)
     for i in range(kills):
-        for make, action in ((True, ("--skip",)), (False, ("--continue",))):
+        for make, action in ((True, ("--skip",)), (False, ("--resolve",))):
             stopped(make)()
             kill_after((*args, *action), 0.4 * (i + rng.random()) / kills)
             assert run_carry(*args, "--abort").code == 0
             assert _snapshot(up.path) == before, f"kill {i} of {action}"
             _no_leftovers(up.path)
     return out
+
+
+def _resolve_kills(ctx: dict[str, Any], kills: int) -> int:
+    """`--resolve` killed at several points: a second `--resolve` then holds the stop's
+    conflict (the worktree made again or finished, never a half-made one taken), and an
+    `--abort` after a kill leaves the repository as it was, no worktree or kept ref left."""
+    up: CommitBuilder = ctx["up"]
+    args: tuple[str, ...] = ctx["args"]
+    wt = up.path.parent / f"{up.path.name}.carry" / "demo" / "main"
+    before = _snapshot(up.path)
+    assert run_carry(*args, "--onto", "main").code == 1
+    full = _timed((*args, "--resolve"))
+    assert run_carry(*args, "--abort").code == 0
+    killed = 0
+    for i in range(kills):
+        assert run_carry(*args, "--onto", "main").code == 1
+        killed += kill_after((*args, "--resolve"), full * (i + 0.5) / kills) == -signal.SIGKILL
+        if i % 2:
+            res = run_carry(*args, "--resolve")
+            assert res.code == 1 and f"resolve in {wt}" in res.out, res.err
+            assert "<<<<<<<" in (wt / "src/util.py").read_text()
+            assert git(wt, "status", "--porcelain").startswith("UU src/util.py")
+        assert run_carry(*args, "--abort").code == 0
+        assert _snapshot(up.path) == before, f"kill {i} of --resolve"
+        _no_leftovers(up.path)
+    return killed
+
+
+def test_kills_of_resolve(conflicted: dict[str, Any]) -> None:
+    assert _resolve_kills(conflicted, kills=4) >= 1
+
+
+def _edit_start_kills(ctx: dict[str, Any], kills: int) -> int:
+    """`carry edit demo 5` killed at several points: `--abort` (or nothing, when the kill
+    came before the state) leaves refs, series and worktrees as they were; a new
+    `carry edit` then works, so nothing a kill left is in its way."""
+    up: CommitBuilder = ctx["up"]
+    root: Path = ctx["root"]
+    args = ("--repo", str(up.path), "--series-dir", str(root))
+    edit = ("edit", "demo", "5", *args)
+    before = (_snapshot(up.path), _series_bytes(root))
+    full = _timed(edit)
+    assert run_carry("rebase", "demo", "--abort", *args).code == 0
+    killed = 0
+    for i in range(kills):
+        killed += kill_after(edit, full * (i + 0.5) / kills) == -signal.SIGKILL
+        res = run_carry("rebase", "demo", "--abort", *args)
+        assert res.code == 0 or "no carry rebase of demo is in progress" in res.err, res.err
+        assert (_snapshot(up.path), _series_bytes(root)) == before, f"kill {i} of edit"
+        _no_leftovers(up.path)
+    assert run_carry(*edit).code == 0
+    assert run_carry("rebase", "demo", "--abort", *args).code == 0
+    return killed
+
+
+def test_kills_of_edit(project: dict[str, Any]) -> None:
+    assert _edit_start_kills(project, kills=4) >= 1
+
+
+@pytest.mark.slow
+def test_thirty_kills_of_resolve(conflicted: dict[str, Any]) -> None:
+    killed = _resolve_kills(conflicted, 30)
+    print(f"kills that hit --resolve, of 30: {killed}")
+    assert killed >= 6
+
+
+@pytest.mark.slow
+def test_thirty_kills_of_edit(project: dict[str, Any]) -> None:
+    killed = _edit_start_kills(project, 30)
+    print(f"kills that hit carry edit, of 30: {killed}")
+    assert killed >= 6
 
 
 def test_kills_in_the_conflict_loop(conflicted: dict[str, Any]) -> None:

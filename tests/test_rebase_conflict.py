@@ -76,8 +76,8 @@ def test_conflict_stops_with_state_worktree_and_report(stopped: dict[str, Any]) 
     assert state["target"]["sha"] == up.rev("main") and state["branch_old"] is None
     assert [p["status"] for p in state["patches"]] == ["applied", "conflict", "pending"]
     wt = Path(state["worktree"])
-    assert not wt.exists() and state["ready"] is False  # made when asked for: --continue
-    asked = run_carry(*stopped["args"], "--continue")
+    assert not wt.exists() and state["ready"] is False  # made when asked for: --resolve
+    asked = run_carry(*stopped["args"], "--resolve")
     assert asked.code == 1 and f"resolve in {wt}" in asked.out, asked.out
     text = (wt / "src" / "util.py").read_text()
     assert "<<<<<<<" in text and "=======" in text and ">>>>>>>" in text
@@ -93,7 +93,7 @@ def test_conflict_stops_with_state_worktree_and_report(stopped: dict[str, Any]) 
 def test_conflict_continue_keeps_author_date_message(stopped: dict[str, Any]) -> None:
     up: CommitBuilder = stopped["up"]
     assert run_carry(*stopped["args"], "--onto", "main").code == 1
-    assert run_carry(*stopped["args"], "--continue").code == 1  # makes the worktree
+    assert run_carry(*stopped["args"], "--resolve").code == 1  # makes the worktree
     state = json.loads((up.path / ".git/carry/rebase/demo/main.json").read_text())
     wt = Path(state["worktree"])
     # still conflicted: --continue refuses and keeps everything
@@ -154,7 +154,7 @@ def test_continue_then_second_conflict_then_refresh(stopped: dict[str, Any]) -> 
     git(stopped["root"].parent, "init", "-q")
     up.commit("Upstream f", {"src/core.py": "def f():\n    return 30\n"})
     assert run_carry(*stopped["args"], "--onto", "main", "--refresh").code == 1
-    assert run_carry(*stopped["args"], "--continue").code == 1  # makes the worktree
+    assert run_carry(*stopped["args"], "--resolve").code == 1  # makes the worktree
     state = json.loads((up.path / ".git/carry/rebase/demo/main.json").read_text())
     (Path(state["worktree"]) / "src/util.py").write_text(util(h1=11, h10=1001))
     res = run_carry(*stopped["args"], "--continue")
@@ -321,7 +321,7 @@ def _kill_and_abort(ctx: dict[str, Any], kills: int, seed: int,
         shutil.rmtree(series)
         shutil.copytree(pristine, series, symlinks=True)
         assert run_carry(*ctx["args"], "--onto", "main").code == 1
-        assert run_carry(*ctx["args"], "--continue").code == 1  # makes the worktree
+        assert run_carry(*ctx["args"], "--resolve").code == 1  # makes the worktree
         state = json.loads((up.path / ".git/carry/rebase/demo/main.json").read_text())
         (Path(state["worktree"]) / "src/util.py").write_text(util(h10=1000))
         kill_after((*ctx["args"], "--continue"), delay)

@@ -31,7 +31,7 @@ def test_squash_hint_and_visible_worktree(upstream: CommitBuilder, series_root: 
     assert f'upstream {squash[:12]} "Fix the h10 boundary (#123)"' in hint
     assert ('[[provenance]] pr = "acme/widget#123", role = "upstream-equivalent", '
             f'patches = [1], merged_as = "{squash[:12]}"') in hint
-    assert run_carry(*args[:4], "--continue", *args[6:]).code == 1  # makes the worktree
+    assert run_carry(*args[:4], "--resolve", *args[6:]).code == 1  # makes the worktree
     [d] = json.loads(run_carry("status", "demo", "--repo", str(upstream.path), "--json",
                                "--series-dir", str(series_root)).out)["series"][0]["stopped"]
     wt = Path(d["worktree"])

@@ -51,7 +51,7 @@ def worktree(ctx: dict[str, Any], target: str = "main") -> Path:
     """The conflict worktree of the stop onto `target`, asked for (a stop makes none)."""
     state = json.loads((ctx["up"].path / f".git/carry/rebase/demo/{target}.json").read_text())
     if not state.get("ready", True):
-        assert carry(ctx, "rebase", "--continue", "--target", target).code == 1
+        assert carry(ctx, "rebase", "--resolve", "--target", target).code == 1
     return Path(state["worktree"])
 
 

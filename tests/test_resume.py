@@ -26,7 +26,7 @@ def test_continue_without_a_name_when_one_rebase_is_stopped(
     sd = _two_targets(upstream, series_root)
     assert run_carry("rebase", "demo", "--repo", str(upstream.path), "--onto", "main",
                      *sd).code == 1
-    stop = run_carry("rebase", "--repo", str(upstream.path), "--continue", *sd)  # the worktree
+    stop = run_carry("rebase", "--repo", str(upstream.path), "--resolve", *sd)  # the worktree
     assert stop.code == 1
     state = json.loads((upstream.path / ".git/carry/rebase/demo/main.json").read_text())
     wt = Path(state["worktree"])

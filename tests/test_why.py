@@ -126,7 +126,7 @@ def test_after_skip_the_dependent_patch_names_the_skipped_one_and_status_shows_w
 
     # --continue with 0003 resolved: its forecast is replayed for real, 0004 still conflicts
     # with the same cause, and nothing stale is left on 0003.
-    assert fifty.carry("rebase", "--continue").code == 1  # the worktree, asked for
+    assert fifty.carry("rebase", "--resolve").code == 1  # the worktree, asked for
     wt = Path(json.loads((fifty.up.path / ".git/carry/rebase/demo/main.json").read_text())
               ["worktree"])
     (wt / "src" / "util.py").write_text(_resolved(wt))
@@ -142,7 +142,7 @@ def test_after_skip_the_dependent_patch_names_the_skipped_one_and_status_shows_w
 def test_a_forecast_conflict_that_applies_after_continue_keeps_no_why(fifty: Fifty) -> None:
     assert fifty.carry("rebase", "demo", "--onto", "main").code == 1
     state_file = fifty.up.path / ".git/carry/rebase/demo/main.json"
-    assert fifty.carry("rebase", "--continue").code == 1  # the worktree, asked for
+    assert fifty.carry("rebase", "--resolve").code == 1  # the worktree, asked for
     wt = Path(json.loads(state_file.read_text())["worktree"])
     (wt / "src" / "util.py").write_text(_resolved(wt))  # 0001 keeps its h3 = 33
     git(wt, "add", "src/util.py")

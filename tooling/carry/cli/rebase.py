@@ -29,8 +29,8 @@ Flag = typer.Option
 @app.command()
 def rebase(
     name: Annotated[Optional[str], typer.Argument(  # noqa: UP045
-        help="The series; optional when resuming (--continue, --skip, --abort, --quit, "
-             "--show-current-patch).")] = None,
+        help="The series; optional when resuming (--continue, --resolve, --skip, --abort, "
+             "--quit, --show-current-patch).")] = None,
     repo: RepoPath = None,
     onto: Refs = None,
     target: Targets = None,
@@ -46,6 +46,9 @@ def rebase(
     continue_: Annotated[bool, Flag(
         "--continue", help="Go on after a resolved conflict (with --refresh, then commit "
                            "series/NAME as printed).")] = False,
+    resolve: Annotated[bool, Flag(
+        "--resolve", help="Check the stopped conflict out in its worktree "
+                          "(../REPO.carry/NAME/TARGET) to resolve it; then --continue.")] = False,
     skip: Annotated[bool, Flag("--skip", help="Leave the conflicting patch out.")] = False,
     abort: Annotated[bool, Flag("--abort", help="Undo the stopped rebase.")] = False,
     quit_: Annotated[bool, Flag(
@@ -60,10 +63,11 @@ def rebase(
     """Replay the series onto its targets, dropping merged patches.
 
     No worktree is used: a conflict stops the rebase with every later conflict foreseen, to
-    be resumed with --skip (which needs no worktree), --continue or --abort. --continue at a
-    stop with no worktree yet makes it (../REPO.carry/NAME/TARGET) and stays stopped for the
-    resolution; once made, it follows the rebase from stop to stop. Run inside that
-    worktree, --continue, --skip, --abort, --quit and --show-current-patch take the rebase
+    be resumed with --skip (which needs no worktree), --resolve or --abort. --resolve checks
+    the conflict out in its worktree (../REPO.carry/NAME/TARGET) to resolve in, and
+    --continue then takes the resolution; once made, the worktree follows the rebase from
+    stop to stop. Run inside that worktree, --continue, --skip, --abort, --quit and
+    --show-current-patch take the rebase
     it belongs to; when the worktree goes, its folder is kept empty for your shell and carry
     prints where to cd. With --refresh the
     result is written to series/NAME as its next version, which you then commit in the
@@ -80,7 +84,7 @@ def rebase(
     from carry.series import store as series
 
     act = action.Action.parse(continue_=continue_, skip=skip, abort=abort, quit_=quit_,
-                              show=show)
+                              show=show, resolve=resolve)
     opts = rebasemod.Options(onto=onto or [], targets=target or [], branch=branch,
                              refresh=refresh, fetch=fetch, dry_run=dry_run, force=force,
                              target_names=True)

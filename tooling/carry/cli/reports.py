@@ -71,11 +71,12 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
                 from carry.rebase.resume import command
 
                 several = len(stopped) > 1
-                resume = command(repo, series_root, "--continue", r.series if several else "",
+                resume = command(repo, series_root, "--continue" if c.worktree else
+                                 "--resolve", r.series if several else "",
                                  r.target if several else "")
                 render.say(f"    resolve in {c.worktree}, then: {resume} (or --skip, --abort)"
-                           if c.worktree else f"    to resolve it: {resume} makes the conflict "
-                           "worktree (or --skip, --abort)")
+                           if c.worktree else f"    to resolve it: {resume} (or --skip, "
+                           "--abort)")
         if r.refreshed:
             render.say(f"  {r.series} is now v{r.refreshed['version']}"
                        f"{' (tag ' + r.refreshed['tag'] + ')' if r.refreshed['tag'] else ''}")

@@ -9,6 +9,8 @@ from typing import Self
 
 from carry.git.base import COMMIT_ID, EOO, Base, GitError, complaint
 
+MARK = "carry: made by carry; removed by carry"  # the lock reason of every worktree carry adds
+
 
 class Worktrees(Base):
     def worktree_add(self, path: Path, commit: str) -> Self:
@@ -17,10 +19,12 @@ class Worktrees(Base):
         of carry leaves writing after `--abort` removed the worktree (and which runs the
         repository's post-checkout hook). `--force` twice: a worktree that a killed `add` left
         registered at `path` under git's "initializing" lock is replaced, not an error (and
-        `path` may be an empty folder, the one a shell was left in: `rebase.checkout`)."""
+        `path` may be an empty folder, the one a shell was left in: `rebase.checkout`).
+        `--lock --reason MARK`: git writes carry's mark as the lock from the first moment the
+        worktree exists, so `made_by_carry` can tell it from any folder a user put there."""
         self.forget_half_made(path)  # else `add` dies reading its empty commondir
-        self._run("worktree", "add", "--no-checkout", "--detach", "--force", "--force", EOO,
-                  str(path), commit, tied=True)
+        self._run("worktree", "add", "--no-checkout", "--detach", "--force", "--force",
+                  "--lock", "--reason", MARK, EOO, str(path), commit, tied=True)
         made = type(self)(path.resolve())
         made._run("reset", "--quiet", "--hard", tied=True)
         return made
@@ -32,7 +36,7 @@ class Worktrees(Base):
         (a conflict's unmerged paths, the last cherry-pick's files), not the whole tree.
         None when `path` is not a worktree of this repository: git would look for one in
         the folders above it, and `reset --hard` there would be someone else's."""
-        if not self.owns_worktree(path):
+        if not self.made_by_carry(path):
             return None
         made = type(self)(path.resolve())
         made._run("update-ref", "--no-deref", "-m", "carry: the next conflict", EOO, "HEAD",
@@ -43,14 +47,43 @@ class Worktrees(Base):
     def owns_worktree(self, path: Path) -> bool:
         """Whether `path` is a linked worktree of this repository: its `.git` file names an
         admin folder under our `worktrees/`, and that folder names it back."""
+        return self._admin(path) is not None
+
+    def made_by_carry(self, path: Path) -> bool:
+        """Whether carry may reset or remove `path`: a worktree of this repository (not a
+        symlink to one), locked with carry's own mark, its HEAD detached as carry leaves it
+        (a worktree on a branch is the user's). Anything else is somebody's work."""
+        admin = None if path.is_symlink() else self._admin(path)
+        if admin is None:
+            return False
+        try:
+            mark = (admin / "locked").read_text("utf-8").strip()
+        except (OSError, ValueError):
+            return False
+        try:
+            head = (admin / "HEAD").read_text("utf-8").strip()
+        except FileNotFoundError:  # a kill inside carry's own `add`, before it wrote HEAD
+            head = "0" * 40
+        except (OSError, ValueError):
+            return False
+        return mark == MARK and COMMIT_ID.fullmatch(head) is not None
+
+    def _admin(self, path: Path) -> Path | None:
         try:
             line = (path / ".git").read_text("utf-8").strip()
             admin = Path(line.removeprefix("gitdir: ")).resolve()
             back = Path((admin / "gitdir").read_text("utf-8").strip()).resolve()
         except (OSError, ValueError):
-            return False
-        return line.startswith("gitdir: ") and admin.parent == (
+            return None
+        ours = line.startswith("gitdir: ") and admin.parent == (
             self.common_dir / "worktrees").resolve() and back == (path / ".git").resolve()
+        return admin if ours else None
+
+    def untracked(self) -> list[str]:
+        """This worktree's files that git does not track and does not ignore: work that a
+        removal of the worktree would lose."""
+        out = self._run("ls-files", "--others", "--exclude-standard", "-z").stdout
+        return sorted(p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p)
 
     def worktree_remove(self, path: Path) -> None:
         """`--force` twice removes a locked worktree too; one a killed `add` left half-made
@@ -81,7 +114,8 @@ class Worktrees(Base):
                 named = Path((admin / "gitdir").read_text("utf-8").strip()).resolve()
             except (OSError, ValueError):
                 continue
-            if locked == "initializing" and (named == want or not named.parent.exists()) \
+            if locked in ("initializing", MARK) and (named == want
+                                                     or not named.parent.exists()) \
                     and not admin.is_symlink():
                 shutil.rmtree(admin, ignore_errors=True)
 

@@ -87,8 +87,9 @@ def body(r: ConflictReport) -> str:
         lines.append("- none found (the base is not an ancestor, or the paths were renamed)")
     lines += ["", "## Next", "",
               f"`carry rebase {r.series} --onto {r.ref}` stops at this conflict; "
-              "`carry rebase --continue` makes the worktree to resolve it in, and again takes "
-              "the resolution; or record an upstream equivalent in the manifest's provenance."]
+              "`carry rebase --resolve` makes the worktree to resolve it in, and "
+              "`carry rebase --continue` takes the resolution; or record an upstream "
+              "equivalent in the manifest's provenance."]
     return "\n".join(lines) + "\n"
 
 

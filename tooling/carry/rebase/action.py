@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 class Action(enum.Enum):
     START = ""
     CONTINUE = "--continue"
+    RESOLVE = "--resolve"
     SKIP = "--skip"
     ABORT = "--abort"
     QUIT = "--quit"
@@ -31,8 +32,9 @@ class Action(enum.Enum):
 
     @classmethod
     def parse(cls, *, continue_: bool = False, skip: bool = False, abort: bool = False,
-              quit_: bool = False, show: bool = False) -> Action:
-        given = [a for a, on in ((cls.CONTINUE, continue_), (cls.SKIP, skip),
+              quit_: bool = False, show: bool = False, resolve: bool = False) -> Action:
+        given = [a for a, on in ((cls.CONTINUE, continue_), (cls.RESOLVE, resolve),
+                                 (cls.SKIP, skip),
                                  (cls.ABORT, abort), (cls.QUIT, quit_), (cls.SHOW, show)) if on]
         if len(given) > 1:
             raise CarryError(f"give at most one of {', '.join(a.value for a in given)}")
@@ -71,6 +73,8 @@ def run(series: Series, repo: Repo, opts: Options, action: Action,
             return command.abort(series, repo, which)
         if action is Action.QUIT:
             return stops.quit_(series, repo, which)
+        if action is Action.RESOLVE:
+            return stops.resolve(series, repo, which)
         if action is Action.CONTINUE and edit.at_edit(series, repo, which):
             return edit.resume(series, repo, which)
         return command.resume(series, repo, "skip" if action is Action.SKIP else "continue",

@@ -11,6 +11,7 @@ import contextlib
 import shutil
 from pathlib import Path
 
+from carry.base.errors import CarryError
 from carry.git import GitError, Repo
 from carry.rebase import state as st
 from carry.replay.engine import Conflict, Replayed, TargetResult
@@ -28,15 +29,17 @@ def stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarge
     nothing from a half-moved worktree (it moves it again) and whose `--abort` removes it."""
     step = result.patches[done.stop or 0]
     wt = st.worktree_path(repo, series.name, target.slug)
+    if make:
+        claim(repo, wt)  # before the state: a refusal changes nothing
     state = st.new(series.name, series.root, result, target, branch[0], branch[1],
                    series.manifest.version if refresh else 0, "conflict", done.head,
                    done.stop or 0, str(wt), done.paths, trial=done.trial)
     path = st.state_path(repo, series.name, target.slug)
-    st.write(path, state)
-    if make or repo.owns_worktree(wt):  # not the empty folder a shell was left in (remove)
+    st.write(repo, path, state)
+    if make or repo.made_by_carry(wt):  # not the empty folder a shell was left in (remove)
         state["paths"] = checkout(repo, wt, done.head, step.source) or done.paths
         state["ready"] = True
-        st.write(path, state)
+        st.write(repo, path, state)
     from carry.rebase.hints import hints
 
     result.conflict = Conflict(step.file, step.subject, step.author, state["paths"],
@@ -49,8 +52,9 @@ def checkout(repo: Repo, wt: Path, head: str, source: str) -> list[str]:
     """`wt` at `head` with the stopping patch `source` cherry-picked into it, its conflicts
     left for a human; returns the conflicted paths. A kept worktree is updated in place; one
     that cannot be (not ours, a lock a kill left, a file in the cherry-pick's way) is made
-    again from nothing."""
-    if wt.exists():
+    again from nothing. Whatever carry did not make is refused (`claim`), never replaced."""
+    claim(repo, wt)
+    if repo.made_by_carry(wt):
         with contextlib.suppress(GitError):
             work = repo.worktree_reset(wt, head)
             if work is not None:
@@ -58,14 +62,63 @@ def checkout(repo: Repo, wt: Path, head: str, source: str) -> list[str]:
                     return work.cherry_pick_no_commit(source)
                 finally:
                     work.close()
-    if not (wt.is_dir() and not any(wt.iterdir())):  # an emptied one is made again in place
-        remove(repo, wt, tidy=False)
+    if wt.exists() and any(wt.iterdir()):  # ours (claimed); an emptied one is reused in place
+        remove(repo, wt, tidy=False)  # (`add` forgets a registration whose folder is gone)
     wt.parent.mkdir(parents=True, exist_ok=True)
     work = repo.worktree_add(wt, head)
     try:
         return work.cherry_pick_no_commit(source)
     finally:
         work.close()
+
+
+def taken(repo: Repo, wt: Path) -> str:
+    """What holds `wt` that carry did not make ("" when it is free: nothing there, an empty
+    folder, or carry's own worktree)."""
+    if wt.is_symlink():
+        return "a symbolic link"
+    if not wt.exists() or repo.made_by_carry(wt):
+        return ""
+    if not wt.is_dir():
+        return "a file"
+    try:
+        if not any(wt.iterdir()):
+            return ""
+    except OSError:
+        return "a folder carry cannot read"
+    if repo.owns_worktree(wt):
+        return "a worktree of this repository that carry did not make"
+    return "a git checkout" if (wt / ".git").exists() else "a folder carry did not make"
+
+
+def claim(repo: Repo, wt: Path) -> None:
+    """Refuse, changing nothing, when `wt` holds something carry did not make: carry removes
+    or resets only its own worktrees."""
+    what = taken(repo, wt)
+    if what:
+        raise CarryError(f"{wt} is {what}; carry puts its worktree there and will not touch "
+                         "what it did not make",
+                         hint="move it away (or remove it yourself), then run the command again")
+
+
+def keep_untracked(repo: Repo, wt: Path) -> None:
+    """Refuse to go on from a worktree that is not carry's own (what is there now is
+    somebody's), or that holds files git does not track: taking the resolution (or the
+    edit) leaves them out, and the worktree goes at the finish."""
+    if not repo.made_by_carry(wt):
+        raise CarryError(f"the worktree {wt} is gone, or is not the one carry made",
+                         hint="carry rebase --abort (it leaves what is there as it is)")
+    work = Repo(wt.resolve())
+    try:
+        loose = work.untracked()
+    finally:
+        work.close()
+    if loose:
+        shown = ", ".join(loose[:10]) + (f" and {len(loose) - 10} more" if len(loose) > 10
+                                         else "")
+        raise CarryError(f"untracked files in {wt} would be lost: {shown}",
+                         hint="git add them there to keep them in the patch, or move them "
+                              "away; then carry rebase --continue")
 
 
 def remove(repo: Repo, wt: Path, tidy: bool = True) -> None:
@@ -76,11 +129,20 @@ def remove(repo: Repo, wt: Path, tidy: bool = True) -> None:
     folder is emptied but kept: a process cannot move its parent shell, and a shell whose
     directory is deleted fails every command there (`git status`: "Unable to read current
     working directory"); an empty folder outside any repository fails nothing, and the note
-    says where to `cd`. The next `checkout` there makes the worktree again in its place."""
-    here = _shell_in(wt) if tidy else None
+    says where to `cd`. The next `checkout` there makes the worktree again in its place.
+
+    Something carry did not make at `wt` (`taken`) is left as it is, with a note."""
+    what = taken(repo, wt)
+    if what:
+        from carry.base import notes
+
+        notes.warn(f"left {wt} as it is: it is {what}")
+        return
+    here = _shell_in(wt) if tidy and repo.made_by_carry(wt) else None
     if here is not None:
         _empty(wt.resolve(), here)
-        repo.worktree_prune()  # its `.git` is gone: git forgets the worktree
+        repo.forget_half_made(wt)  # its `.git` is gone, and carry's lock keeps it from prune
+        repo.worktree_prune()
         from carry.base import notes
 
         notes.warn(f"removed the conflict worktree {wt}, where this shell is; its folder is "

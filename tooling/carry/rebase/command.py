@@ -22,6 +22,7 @@ from carry.base.errors import CarryError
 from carry.git import GitError, Ident, RefUpdate, Repo
 from carry.rebase import state as st
 from carry.rebase import trial as trialmod
+from carry.rebase.checkout import keep_untracked
 from carry.rebase.checkout import remove as _remove_worktree
 from carry.rebase.checkout import stop as _stop
 from carry.replay import rerere
@@ -164,7 +165,7 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
         state = st.new(series.name, series.root, r, t, ref, old,
                        series.manifest.version if refresh else 0, "finishing", r.head,
                        len(r.patches))
-        st.write(path, {**state, "group": group})
+        st.write(repo, path, {**state, "group": group})
         paths.append(path)
     moved = [(t, r) for t, r in done if r.head != branches[t.slug][1]]
     updates = [RefUpdate(branches[t.slug][0], r.head, branches[t.slug][1]) for t, r in moved]
@@ -173,7 +174,7 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
             repo.set_refs(updates, targetmod.reflog_message(series.name, [t for t, _ in moved]))
     except GitError as exc:
         for path in paths:
-            path.unlink(missing_ok=True)
+            st.remove(repo, path)
         for _, r in done:
             r.status, r.head = "failed", ""
             r.message = f"a branch moved while carry worked; no branch was written ({exc})"
@@ -182,7 +183,7 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
         r.updated = r.head != branches[t.slug][1]
         if refresh:
             r.refreshed = _refresh(series, repo, r, t)
-        path.unlink(missing_ok=True)
+        st.remove(repo, path)
 
 
 # -- continue, skip, abort ----------------------------------------------------------------------
@@ -222,7 +223,7 @@ def abort(series: Series, repo: Repo, which: Sequence[str] = ()) -> list[Aborted
             from carry.series import versions
 
             back = versions.restore(series, state["refresh"])
-        st.state_path(repo, series.name, targetmod.slug(t["name"])).unlink(missing_ok=True)
+        st.remove(repo, st.state_path(repo, series.name, targetmod.slug(t["name"])))
         out.append(Aborted(series.name, t["name"], state["branch"], restored,
                            str(wt) if wt else "", back))
     return out
@@ -248,8 +249,7 @@ def resume(series: Series, repo: Repo, action: str,
     """`--continue` or `--skip` on the stopped target(s). A skip (or a resolution that adds
     nothing) takes the forecast's trial up to the next stop, merging nothing; a resolution
     replays the rest. `--continue` at a stop with no worktree yet takes a resolution recorded
-    since on another target, or else makes the worktree and stays stopped: there is nothing
-    to take until a maintainer has resolved in it."""
+    since on another target, or else is refused: `--resolve` makes the worktree."""
     states = _pick(repo, series, which)
     if len(states) > 1:
         names = ", ".join(s["target"]["name"] for s in states)
@@ -274,12 +274,14 @@ def resume(series: Series, repo: Repo, action: str,
         elif not st.ready(state):  # no worktree holds this stop yet
             resolved = take_recorded(series, repo, step, head, repo.committer_ident())
             if resolved is None:
-                _stop(series, repo, result, t, branch, refresh,
-                      Replayed(result, pos, state["paths"], head, trial), make=True)
-                return [result]
+                raise CarryError(f"{step.file} is not resolved yet: no worktree holds the "
+                                 f"conflict on {t.name}",
+                                 hint="carry rebase --resolve checks it out to resolve in "
+                                      "(or --skip, --abort)")
             head = resolved
         else:
             committer = repo.committer_ident()
+            keep_untracked(repo, Path(state["worktree"]))
             try:
                 resolved = take_resolution(repo, Path(state["worktree"]), step, head,
                                            state["paths"], committer)
@@ -302,7 +304,7 @@ def resume(series: Series, repo: Repo, action: str,
         head = head if taken is None else taken[0]
         state.update(phase="replaying", head=head, patches=[asdict(p) for p in steps],
                      ready=False, trial=[])  # the worktree stays, for the next stop
-        st.write(path, state)
+        st.write(repo, path, state)
     if state["phase"] == "replaying":
         if any(s.status == "pending" for s in steps):  # none after a skip that took the trial
             committer, recorded = repo.committer_ident(), rerere.load(series.root)
@@ -328,7 +330,17 @@ def resume(series: Series, repo: Repo, action: str,
     result.updated = True
     if state["refresh"] and series.manifest.version == state["refresh"]:
         result.refreshed = _refresh(series, repo, result, t)
-    path.unlink(missing_ok=True)
+    elif state["refresh"] and series.manifest.version == state["refresh"] + 1:
+        # written, and interrupted (Ctrl-C, a kill) before its tag: tagged now
+        from carry.series import versions
+
+        try:
+            kept = versions.tag(series) or ""
+        except CarryError:  # a tag of that number holds other content: left as it is
+            kept = ""
+        result.refreshed = {"version": series.manifest.version, "tag": kept,
+                            "files": sorted(p.name for p in series.patches())}
+    st.remove(repo, path)
     return [result]
 
 

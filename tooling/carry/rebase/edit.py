@@ -21,6 +21,7 @@ from carry.base.errors import CarryError
 from carry.base.suggest import did_you_mean
 from carry.git import Repo
 from carry.rebase import state as st
+from carry.rebase.checkout import claim, keep_untracked
 from carry.rebase.checkout import remove as remove_worktree
 from carry.replay import targets as targetmod
 from carry.replay.engine import PatchResult, TargetResult
@@ -84,19 +85,21 @@ def start(series: Series, repo: Repo, number: int, onto: str | None = None) -> E
             steps[i] = PatchResult(later.number, later.file, later.subject, later.author,
                                    source=later.source)
     wt = st.worktree_path(repo, series.name, t.slug)
+    claim(repo, wt)  # before the state: a refusal changes nothing
     state = st.new(series.name, series.root, done.result, t, branch[0], branch[1],
                    series.manifest.version, "edit", parent, k, str(wt))
-    st.write(path, state)  # the state first, then the worktree it names
+    st.write(repo, path, state)  # the state first, then the worktree it names
     _checkout(repo, wt, step.commit)
     state["ready"] = True
-    st.write(path, state)
+    st.write(repo, path, state)
     return EditStop(series.name, t.name, step.file, step.subject, step.author, step.commit,
                     str(wt), branch[0])
 
 
 def _checkout(repo: Repo, wt: Path, commit: str) -> None:
     """`wt` at `commit`: a kept worktree moved in place, else a new one (in the emptied
-    folder a shell may still be in)."""
+    folder a shell may still be in); never in what carry did not make (`claim`)."""
+    claim(repo, wt)
     work = repo.worktree_reset(wt, commit)
     if work is None:
         if wt.exists() and any(wt.iterdir()):
@@ -124,8 +127,7 @@ def resume(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResul
     wt, k, parent = Path(state["worktree"]), state["position"], state["head"]
     steps = st.steps(state)
     step = steps[k]
-    if not repo.owns_worktree(wt):
-        raise CarryError(f"the edit worktree {wt} is gone", hint="carry rebase --abort")
+    keep_untracked(repo, wt)  # and that it is carry's own
     work = Repo(wt.resolve())
     try:
         tree = work.stage_tracked()  # edits not committed count too, as a resolution's do
@@ -144,7 +146,7 @@ def resume(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResul
                                                     original.encoding):
         t = state["target"]
         remove_worktree(repo, wt)
-        st.state_path(repo, series.name, targetmod.slug(t["name"])).unlink(missing_ok=True)
+        st.remove(repo, st.state_path(repo, series.name, targetmod.slug(t["name"])))
         return [TargetResult(series.name, t["name"], t["ref"], t["sha"], "applied", "", steps,
                              message=f"{step.file} is unchanged: no new version written")]
     step.commit = repo.write_commit(tree, [parent], edited.message, original.author,
@@ -152,5 +154,6 @@ def resume(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResul
     step.status, step.reason = "applied", "edited"
     state.update(phase="replaying", head=step.commit, patches=[asdict(p) for p in steps],
                  ready=False, trial=[])  # from here on, a rebase's replay; the worktree stays
-    st.write(st.state_path(repo, series.name, targetmod.slug(state["target"]["name"])), state)
+    st.write(repo, st.state_path(repo, series.name, targetmod.slug(state["target"]["name"])),
+             state)
     return command.resume(series, repo, "continue", [state["target"]["name"]])

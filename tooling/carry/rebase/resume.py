@@ -134,6 +134,6 @@ def locate(repo: Repo, series_dir: Path | None, name: str | None, opts: Options,
         kept = Path(picked.series_root) if picked.series_root else None
         name, root = picked.series, locate_root(series_dir or kept)
     if not name:
-        raise CarryError("give the series NAME (only --continue, --skip, --abort, --quit and "
-                         "--show-current-patch can find it themselves)")
+        raise CarryError("give the series NAME (only --continue, --resolve, --skip, --abort, "
+                         "--quit and --show-current-patch can find it themselves)")
     return Located(repo, root, name, which)

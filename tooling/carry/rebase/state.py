@@ -14,7 +14,7 @@ from typing import Any
 
 from carry.base import atomic, untrusted
 from carry.base.errors import CarryError
-from carry.git import Repo
+from carry.git import ANY, Ident, Repo
 from carry.replay.engine import PatchResult, TargetResult
 from carry.replay.targets import ResolvedTarget
 from carry.replay.why import valid_cause
@@ -60,8 +60,38 @@ def new(series_name: str, series_root: Path, result: TargetResult, target: Resol
     }
 
 
-def write(path: Path, state: dict[str, Any]) -> None:
+KEEP = "refs/carry/stops"  # one ref per state: its commits outlive a `git gc --prune=now`
+_KEEPER = Ident("carry", "carry@localhost", "0 +0000")
+
+
+def keep_ref(path: Path) -> str:
+    """The ref that keeps the commits of the state at `path` (`.../SERIES/SLUG.json`)."""
+    return f"{KEEP}/{path.parent.name}/{path.stem}"
+
+
+def write(repo: Repo, path: Path, state: dict[str, Any]) -> None:
+    """The state, after a ref to one commit whose parents are every commit it names (the
+    head, the target, each patch's source and replay, the trial's): nothing else may
+    reference them while the rebase is stopped, and a `gc --prune=now` then would leave
+    `--continue` and `--skip` with "unknown object"."""
+    named = [state["head"], state["target"]["sha"], state.get("branch_old") or ""]
+    for entries in (state["patches"], state.get("trial") or []):
+        named += [c for p in entries for c in (p.get("commit"), p.get("source")) if c]
+    named += [g[k] or "" for g in state.get("group") or [] for k in ("head", "old")]
+    parents = list(dict.fromkeys(c for c in named if _SHA.match(c)))
+    tree = repo.read_commit(state["target"]["sha"]).tree
+    kept = repo.write_commit(tree, parents, b"carry: the commits of a stopped rebase\n",
+                             _KEEPER, _KEEPER)
+    repo.set_ref(keep_ref(path), kept, ANY, reflog=False)
     atomic.write_json(path, state)
+
+
+def remove(repo: Repo, path: Path) -> None:
+    """The ref that kept the state's commits, then the state: a kill in between leaves a
+    state that `--abort` (or the next write) still finds, never a ref nothing removes."""
+    if repo.ref_exists(keep_ref(path)):
+        repo.set_ref(keep_ref(path), None, ANY, reflog=False)
+    path.unlink(missing_ok=True)
 
 
 def read(path: Path) -> dict[str, Any]:

@@ -1,4 +1,10 @@
-"""Two things to do at a stop besides going on, as git has them:
+"""Three things to do at a stop besides going on:
+
+- `--resolve`: the conflict checked out in its worktree (`../REPO.carry/NAME/TARGET`), with
+  git's markers, for a human to resolve; then `--continue` takes it. A stop itself makes no
+  worktree (on a tree of thousands of files a checkout costs seconds, and CI, `--json` and a
+  loop that skips every stop need none), so the step that makes one has its own name rather
+  than hiding in `--continue`. Once made, it follows the rebase from stop to stop.
 
 - `--show-current-patch`: the stopped patch, its message and diff as `git show` prints them
   (git shows REBASE_HEAD, the commit being picked; carry's is the patch as a commit on the
@@ -22,6 +28,8 @@ from carry.git import Repo
 from carry.rebase import state as st
 from carry.rebase.checkout import remove as remove_worktree
 from carry.replay import targets as targetmod
+from carry.replay.engine import Conflict, Replayed, TargetResult
+from carry.replay.targets import ResolvedTarget
 from carry.series.store import Series
 
 
@@ -78,7 +86,32 @@ def quit_(series: Series, repo: Repo, which: Sequence[str]) -> list[Quit]:
             remove_worktree(repo, wt)
         ref = state["branch"]
         at = repo.try_rev_parse(ref) if repo.ref_exists(ref) else None
-        st.state_path(repo, series.name, targetmod.slug(t["name"])).unlink(missing_ok=True)
+        st.remove(repo, st.state_path(repo, series.name, targetmod.slug(t["name"])))
         out.append(Quit(series.name, t["name"], ref, at or "", state["head"],
                         str(wt) if wt else ""))
     return out
+
+
+def resolve(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResult]:
+    """The stop's conflict in its worktree: made (or a kept one moved here) when it does not
+    hold this stop yet, and left as it is when it does, so that a second `--resolve` never
+    resets a resolution under way."""
+    from carry.rebase.checkout import stop
+
+    state = _one(series, repo, which, "--resolve")
+    t = ResolvedTarget(state["target"]["name"], state["target"]["ref"], state["target"]["sha"])
+    if state["phase"] != "conflict":
+        raise CarryError(f"the rebase of {series.name} onto {t.name} is not stopped at a "
+                         f"conflict (it is {state['phase']})", hint="carry rebase --continue")
+    steps, pos = st.steps(state), state["position"]
+    result = TargetResult(series.name, t.name, t.ref, t.sha, "conflict", "", steps,
+                          branch=state["branch"])
+    if st.ready(state):
+        s = steps[pos]
+        result.conflict = Conflict(s.file, s.subject, s.author, state["paths"],
+                                   state["worktree"])
+        return [result]
+    stop(series, repo, result, t, (state["branch"], state["branch_old"]),
+         bool(state["refresh"]), Replayed(result, pos, state["paths"], state["head"],
+                                          st.trial(state)), make=True)
+    return [result]

@@ -6,6 +6,8 @@ it, and a PR body can quote its commands and counts, which are exactly what ran.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,7 +134,8 @@ def parse_junit(xml: Path, suites: Sequence[str], tree: Path) -> TestRun:
 def _collection_error(text: str) -> str:
     """pytest's reason a module did not collect (`E   ModuleNotFoundError: ...`)."""
     said = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ") and ln[1:].strip()]
-    return said[-1] if said else ""
+    # its own temporary checkout's path says nothing to the reader: `(/tmp/.../core.py)`
+    return re.sub(r" \(/[^()]*\)$", "", said[-1]) if said else ""
 
 
 def summary_line(run: TestRun | None, planned: int, noun: str = "suite") -> str:

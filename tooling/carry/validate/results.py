@@ -7,7 +7,6 @@ it, and a PR body can quote its commands and counts, which are exactly what ran.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path

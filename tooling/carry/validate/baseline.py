@@ -69,9 +69,11 @@ def judge(repo: Repo, onto: str, head_commit: str, commit: str, files: list[str]
     after = {m: definitions(repo.show_file(head_commit, m)) for m in modules}
 
     def changed(test: str) -> bool:
+        """Defined in the module with the series, and new there or different: a test it
+        inherits or generates is not the series' own (conservative: no over-claim)."""
         module, name = _qualname(test)
-        old = before.get(module, {})
-        return name not in old or old[name] != after.get(module, {}).get(name, "")
+        old, new = before.get(module, {}), after.get(module, {})
+        return name in new and (name not in old or old[name] != new[name])
 
     proven: list[str] = []
     passes: list[str] = []

@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 import synthetic
 
+from carry.series import store as seriesmod
+from carry.series.store import Hook
 from carry.validate import engines
 
 try:  # tests/ on sys.path (rootdir conftest), or tests/ as a package
@@ -195,3 +197,32 @@ def test_a_container_a_killed_validation_left_is_removed_by_the_next(
     finally:
         subprocess.run(["podman", "rm", "-f", "-i", "-t", "0", *names.values()],
                        capture_output=True, env=_podman_env())
+
+
+def test_the_plan_env_and_a_hook_install_failure_inside_the_container(
+        calc: CommitBuilder, tmp_path: Path, image: str) -> None:
+    """[test].env reaches a step in the container; a hook repository the container cannot
+    fetch says so on its line, and pre-commit's log (inside the container) is kept."""
+    gone = tmp_path / "no-such-hooks-repo"
+    calc.checkout("v2")
+    calc.commit("Release 3", {
+        "tests/test_env.py": "import os\n\n\ndef test_mode():\n"
+                             "    assert os.environ.get('CALC_MODE') == 'strict'\n",
+        ".pre-commit-config.yaml": synthetic.CONFIG.format(typecheck="typecheck")
+        + f"  - repo: file://{gone}\n    rev: v1.0.0\n    hooks:\n      - id: black\n"})
+    calc.tag("v3")
+    calc.checkout("main")
+    root = tmp_path / "series"
+    _series(calc, root, "fix", image)
+    s = seriesmod.find(root, "fix")
+    s.manifest.test.suites = [*synthetic.SUITES, "tests/test_env.py"]
+    s.manifest.test.env = {"CALC_MODE": "strict"}
+    s.manifest.test.hooks = [Hook()]
+    seriesmod.save_manifest(s)
+    r = _validate(calc, root, "fix", "--onto", "v3", "--json")
+    rep: dict[str, Any] = json.loads(r.out)
+    assert {x["suite"]: x["passed"] for x in rep["tests"]["suites"]}["tests/test_env.py"] == 1
+    hook = next(x for x in rep["steps"] if x["kind"] == "hook")
+    assert hook["status"] == "not-installed", hook
+    kept = Path(hook["log"]).with_name(Path(hook["log"]).stem + "-pre-commit.log")
+    assert "### error information" in kept.read_text()

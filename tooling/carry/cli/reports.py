@@ -134,7 +134,8 @@ def show_validate(r: Report, as_json: bool) -> None:
     for s in r.steps:
         mark = "ok" if s.ok else s.status.upper()
         why = f": {s.note}" if s.note and not s.ok else ""
-        render.say(f"  [{mark}] {s.name}{why} ({s.seconds:.1f}s)  {s.command}")
+        took = "" if r.cached else f" ({s.seconds:.1f}s)"  # a cached run took no time now
+        render.say(f"  [{mark}] {s.name}{why}{took}  {s.command}")
         if s.note and s.ok:
             render.say(f"       {s.note}")
         if s.kind == "pytest" and r.tests:
@@ -153,6 +154,8 @@ def show_validate(r: Report, as_json: bool) -> None:
             render.say(f"       new test passes without the fix: {t}")
         for t in b.fails_with_fix:
             render.say(f"       fails with and without the fix: {t}")
+        for line in b.import_errors:
+            render.say(f"       {line}")
         if b.note:
             render.say(f"       FLAGGED: {b.note}" if b.flagged else f"       {b.note}")
     if r.summary:

@@ -119,6 +119,8 @@ class TestPlan:
     suites: list[str] = field(default_factory=list)
     hooks: list[Hook] = field(default_factory=list)
     diff_check: bool = True
+    env: dict[str, str] = field(default_factory=dict)  # what every step sees; never a secret
+    allow_empty: list[str] = field(default_factory=list)  # suites that may select no test
 
 
 @dataclass
@@ -304,7 +306,9 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
         requirements=t.strs("requirements"),
         pytest_args=t.strs("pytest_args", TestPlan().pytest_args),
         suites=t.strs("suites"), diff_check=t.get("diff_check", bool, True),
-    )
+        env=t.get("env", dict, {}), allow_empty=t.strs("allow_empty"))
+    if not all(isinstance(v, str) for v in m.test.env.values()):  # a name is a TOML string
+        raise t.fail("env", "a table of strings", m.test.env)
     for h in t.subs("hook"):
         m.test.hooks.append(Hook(id=h.text("id"), stage=h.text("stage"),
                                  fallback=h.text("fallback")))

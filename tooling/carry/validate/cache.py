@@ -16,7 +16,7 @@ from carry.base import untrusted
 from carry.base.atomic import write_json
 from carry.base.errors import CarryError
 
-SCHEMA = 1
+SCHEMA = 2  # 2: the plan holds env and allow_empty; the baseline proves less
 
 
 def key(parts: dict[str, Any]) -> str:

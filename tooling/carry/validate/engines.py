@@ -40,6 +40,12 @@ _STEP_ENV = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory",
              "GIT_CONFIG_VALUE_0": "*", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
 
+# What differs between two shells of one user and never changes a test's outcome: left out of
+# the local engine's key, so a new terminal still finds the cache.
+_VOLATILE = re.compile(r"PWD|OLDPWD|SHLVL|_|TERM(_.*)?|COLORTERM|COLUMNS|LINES|SSH_.*|DISPLAY|"
+                       r"WINDOWID|TMUX(_.*)?|STY|XDG_SESSION_.*|XDG_RUNTIME_DIR|DBUS_.*|MAIL|"
+                       r"LS_COLORS|PS[1-4]|HIST.*|PYTEST_CURRENT_TEST")
+
 _NAME = "carry-validate-"  # a container's name: carry-validate-HOST-PID-RANDOM
 
 
@@ -130,6 +136,7 @@ class LocalEngine:
 
     python: str
     name: str = "local"
+    env: dict[str, str] = field(default_factory=dict)  # the plan's [test].env
 
     def _resolved(self) -> str:
         found = shutil.which(self.python)
@@ -139,13 +146,18 @@ class LocalEngine:
         return os.path.realpath(found)
 
     def identity(self) -> str:
-        """The interpreter and its installed packages: a site-packages directory changes
-        its mtime whenever a distribution is added, removed or upgraded."""
+        """The interpreter, its installed packages (a site-packages directory changes its mtime
+        whenever a distribution is added, removed or upgraded) and the environment the steps
+        see (HF_HOME set in the shell changes what a test finds), as a digest."""
+        import hashlib
+
         path = self._resolved()
         prefix = Path(shutil.which(self.python) or path).parent.parent
         stamps = [f"{path}:{os.stat(path).st_size}:{os.stat(path).st_mtime_ns}"]
         for site in sorted(prefix.glob("lib/python*/site-packages")):
             stamps.append(f"{site}:{site.stat().st_mtime_ns}")
+        env = sorted((k, v) for k, v in self.step_env().items() if not _VOLATILE.fullmatch(k))
+        stamps.append("env:" + hashlib.sha256(repr(env).encode()).hexdigest()[:16])
         return "local:" + ";".join(stamps)
 
     def check(self) -> None:
@@ -153,7 +165,8 @@ class LocalEngine:
 
     def step_env(self) -> dict[str, str]:
         """What the steps see: no credential and no git locating variable."""
-        return untrusted_env({"PATH": _path_with(self.python, os.environ.get("PATH", "")),
+        return untrusted_env({**self.env,
+                              "PATH": _path_with(self.python, os.environ.get("PATH", "")),
                               "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
 
     @contextmanager
@@ -214,6 +227,7 @@ class ContainerEngine:
     name: str  # podman | docker
     image: str
     python: str
+    env: dict[str, str] = field(default_factory=dict)  # the plan's [test].env
     _image_path: str = field(default="", repr=False)
 
     def __post_init__(self) -> None:
@@ -300,7 +314,7 @@ class ContainerEngine:
     def step_env(self) -> dict[str, str]:
         """What the steps see (`exec -e`), and all they see of this machine's environment:
         only these names, never a token."""
-        env = dict(_STEP_ENV)
+        env = {**self.env, **_STEP_ENV}
         env["PATH"] = _path_with(self.python, self._image_path)
         if self.name == "docker" and os.getuid() != 0:
             env["HOME"] = "/tmp"
@@ -360,12 +374,13 @@ def _image_path(env_json: str) -> str:
     return default
 
 
-def make(engine: str, image: str, python: str) -> Engine:
+def make(engine: str, image: str, python: str, env: dict[str, str] | None = None) -> Engine:
+    """The engine, with the plan's own environment for every step (`[test].env`)."""
     if engine not in ENGINES:
         raise CarryError(f"unknown engine {engine!r}", hint="use " + ", ".join(ENGINES))
     if engine == "local":
-        return LocalEngine(python)
+        return LocalEngine(python, env=dict(env or {}))
     if not image:
         raise EngineError(f"--engine {engine} needs [test].image in the manifest",
                           hint="pin it as NAME@sha256:<digest>, or use --engine local")
-    return ContainerEngine(engine, image, python)
+    return ContainerEngine(engine, image, python, env=dict(env or {}))

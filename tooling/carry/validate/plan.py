@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,13 @@ DEFAULT_STAGE = "pre-commit"
 # pre-commit still accepts its pre-3.2 stage names; compare in the new spelling.
 _LEGACY_STAGES = {"commit": "pre-commit", "merge-commit": "pre-merge-commit", "push": "pre-push"}
 _TEST_MODULE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
+# [test].env names a variable every step sees, stored in the manifest and the cache key: never
+# a credential, never what locates git's repository or carry's interpreter.
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|API_?KEY|"
+                          r"ACCESS_?KEY|PRIVATE_?KEY|AUTH|COOKIE|SESSION", re.I)
+_TOKEN_VALUE = re.compile(r"(ghp_|gho_|ghs_|ghu_|github_pat_|hf_|sk-|glpat-|xox[abp]-)\w{8}")
+_RESERVED = re.compile(r"PATH|GIT_.*|PYTHONHOME|LD_PRELOAD|LD_LIBRARY_PATH")
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)conftest\.py$")
 
 
@@ -183,6 +190,38 @@ def check(plan: TestPlan) -> None:
                              "the command line as an option",
                              hint="name a path or a hook id; pytest options go in "
                                   "[test].pytest_args")
+    for suite in plan.suites:
+        path = suite.split("::", 1)[0]
+        if path.startswith("/") or ".." in path.split("/"):
+            raise CarryError(f"[test].suites entry {suite!r} is outside the target tree",
+                             hint="name the suite by its path inside the target, e.g. "
+                                  "tests/test_x.py")
+    stray = [s for s in plan.allow_empty if s not in plan.suites]
+    if stray:
+        raise CarryError(f"[test].allow_empty names {', '.join(stray)}, which is not in "
+                         "[test].suites", hint="name suites exactly as [test].suites does")
+    for name, value in plan.env.items():
+        _check_env(name, value)
+
+
+def _check_env(name: str, value: str) -> None:
+    """A plan's variable is written in a manifest others read and keyed in the cache: one
+    that looks like a credential is refused, by its name or its value, never printed."""
+    from carry.base import redact
+
+    why = ("is not a variable name" if not _ENV_NAME.fullmatch(name)
+           else "looks like a secret; a plan never holds one" if _SECRET_NAME.search(name)
+           or redact.credential(name, value) or _TOKEN_VALUE.search(value)
+           else "is set by carry for every step" if _RESERVED.fullmatch(name) else "")
+    if why:
+        raise CarryError(f"[test].env {name!r} {why}",
+                         hint="name only plain settings there (HF_HUB_OFFLINE = \"1\"); "
+                              "steps never see carry's credentials")
+
+
+def missing_suites(plan: TestPlan, exists: Callable[[str], bool]) -> list[str]:
+    """The planned suites the target tree does not hold."""
+    return [s for s in plan.suites if not exists(s.split("::", 1)[0].rstrip("/"))]
 
 
 def _as_files(paths: Sequence[str]) -> list[str]:

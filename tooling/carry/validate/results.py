@@ -6,6 +6,7 @@ it, and a PR body can quote its commands and counts, which are exactly what ran.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,6 +113,8 @@ def parse_junit(xml: Path, suites: Sequence[str], tree: Path) -> TestRun:
                 else:
                     c.failed += 1
                 message = (bad.message or bad.text or "").strip()
+                if not case.classname:  # a module that did not collect: say why, not that
+                    message = _collection_error(bad.text or "") or message
                 run.failures.append(Failure(test, kind, message.splitlines()[0] if message
                                             else ""))
                 # pytest reports a teardown error as a second entry for a test that passed
@@ -125,6 +128,13 @@ def parse_junit(xml: Path, suites: Sequence[str], tree: Path) -> TestRun:
                 run.outcomes.setdefault(test, "passed")
     run.suites = [c for c in counts.values() if c.suite != OTHER or c.total]
     return run
+
+
+def _collection_error(text: str) -> str:
+    """pytest's reason a module did not collect (`E   ModuleNotFoundError: ...`)."""
+    said = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ") and ln[1:].strip()]
+    # its own temporary checkout's path says nothing to the reader: `(/tmp/.../core.py)`
+    return re.sub(r" \(/[^()]*\)$", "", said[-1]) if said else ""
 
 
 def summary_line(run: TestRun | None, planned: int, noun: str = "suite") -> str:
@@ -177,6 +187,8 @@ class Baseline:
     fails_with_fix: list[str]  # fail on both trees
     flagged: bool
     note: str = ""
+    # "MODULE did not import on the unfixed base (why): ...": none of its tests is proof
+    import_errors: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,21 +23,10 @@ from carry.base.data import to_data
 from carry.base.errors import CarryError, ValidationFailed
 from carry.git import Repo
 from carry.series.store import Series
-from carry.validate import cache, engines, plan
-from carry.validate.baseline import baseline_commit
-from carry.validate.results import (
-    Baseline,
-    Report,
-    StepResult,
-    TestRun,
-    parse_junit,
-    summary_line,
-)
-
-# A fixed identity for the commits validate makes itself, so equal inputs give equal commits.
-_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
-
-Progress = Callable[[int, int, str], None]
+from carry.validate import baseline as proof
+from carry.validate import cache, engines, plan, steps
+from carry.validate.results import Report, TestRun, parse_junit, summary_line
+from carry.validate.steps import Progress
 
 
 @dataclass(frozen=True)
@@ -145,11 +133,10 @@ def run(
     if not (tp.suites or tp.hooks or tp.diff_check):
         raise CarryError(f"series {series.name} has no test plan", hint="fill in its [test] table")
     plan.check(tp)
-    engine = engines.make(engine_name, tp.image, python or tp.python)
+    engine = engines.make(engine_name, tp.image, python or tp.python, tp.env)
     if engine_name == "local":
         engine.check()  # a missing interpreter is bad input even when a report is cached
-    inputs = {"plan": to_data(tp), "python": engine.python, "engine": engine.identity(),
-              **({"allow_no_tests": True} if allow_no_tests else {})}
+    inputs = _inputs(engine, series, allow_no_tests)
     store = validate_dir(repo) / "cache"
     early = _early_key(series, repo, onto, baseline, inputs) if onto and not commit else ""
     if use_cache and early:
@@ -157,19 +144,18 @@ def run(
         if hit is not None:
             return _answer(repo, series, hit, hit.get("head", ""), record=record)
     t = resolve_target(series, repo, onto, commit)
+    _check_suites(series, repo, t)
     started = time.monotonic()
     changed = repo.changed_files(t.onto, t.head)
     test_files = [p for p in repo.changed_files(t.onto, t.head, deleted=True)
                   if plan.is_test_file(p, tp.suites)]
     modules = [p for p in test_files
                if p in changed and plan.is_test_module(p) and _in_suites(p, tp.suites)]
-    base_commit = baseline_commit(repo, t.onto, t.head, test_files) if baseline else ""
+    base_commit = proof.baseline_commit(repo, t.onto, t.head, test_files) if baseline else ""
     head_tree = repo.rev_parse(t.head, "tree")
-    key = cache.key({
-        "head_tree": head_tree, "onto_tree": repo.rev_parse(t.onto, "tree"),
-        "baseline_tree": repo.rev_parse(base_commit, "tree") if base_commit else None,
-        **inputs,
-    })
+    trees = {"head_tree": head_tree, "onto_tree": repo.rev_parse(t.onto, "tree"),
+             "baseline_tree": repo.rev_parse(base_commit, "tree") if base_commit else None}
+    key = cache.key({**trees, **inputs})
     if use_cache:
         hit = cache.load(store, key)
         if hit is not None:
@@ -187,19 +173,21 @@ def run(
     resolved = plan.build(tp, engine.python, changed, decisions, str(run_dir / "pytest.xml"),
                           (t.onto, t.head),
                           (modules, str(run_dir / "baseline.xml")) if baseline else None)
-    trees = {"head": t.head, **({"baseline": base_commit} if base_commit else {})}
-    with _worktrees(repo, trees) as wts:
+    commits = {"head": t.head, **({"baseline": base_commit} if base_commit else {})}
+    with _worktrees(repo, commits) as wts:
         mounts = [engines.Mount(wts["head"].path.parent), engines.Mount(run_dir)]
         mounts += [engines.Mount(w.git_dir) for w in wts.values()]
         mounts.append(engines.Mount(repo.common_dir, read_only=True))
         mounts.sort(key=lambda m: len(m.path.parts))
         with engine.session(mounts) as session:
-            results = _run_steps(resolved, session, wts, repo, t, run_dir, progress)
+            results = steps.run_steps(resolved, session, wts, repo, (t.onto, t.head), run_dir,
+                                      progress)
         tests = _parse(run_dir / "pytest.xml", tp.suites, wts["head"].path)
+        steps.empty_suites(results, tests, tp.suites, tp.allow_empty)
         base = None
         if baseline:
-            base = _baseline(repo, t, base_commit, test_files, modules, tests,
-                             _parse(run_dir / "baseline.xml", modules, wts["baseline"].path))
+            base = proof.judge(repo, t.onto, t.head, base_commit, test_files, modules, tests,
+                               _parse(run_dir / "baseline.xml", modules, wts["baseline"].path))
     ok = all(r.ok for r in results) and not (base and base.flagged)
     summary = summary_line(tests, len(tp.suites)) if tp.suites else (
         "no tests ran: the plan names no suites" + (
@@ -222,11 +210,33 @@ def run(
     atomic.write_json(run_dir / "report.json", data)
     if record:
         atomic.write_json(last_report_path(repo, series.name), data)
-    if not any(r.kind == "install" and not r.ok for r in results):
-        cache.store(store, key, data)  # a failed install is the network's, not the series'
-        if early:
-            cache.link(store, early, key)
+    if all(r.status != steps.NOT_INSTALLED and (r.kind != "install" or r.ok) for r in results):
+        # a failed install is the network's, not the series': never cached
+        after = _inputs(engine, series, allow_no_tests)  # as the install left the interpreter
+        for ins in [inputs] + ([after] if after != inputs else []):
+            k = cache.key({**trees, **ins})
+            cache.store(store, k, {**data, "cache_key": k})
+            if early:
+                cache.link(store, _early_key(series, repo, onto or "", baseline, ins), k)
     return report
+
+
+def _inputs(engine: engines.Engine, series: Series, allow_no_tests: bool) -> dict[str, Any]:
+    """What a result depends on besides the trees: the plan (its env included), the engine
+    and, locally, the interpreter's packages and environment as they are now."""
+    return {"plan": to_data(series.manifest.test), "python": engine.python,
+            "engine": engine.identity(), **({"allow_no_tests": True} if allow_no_tests else {})}
+
+
+def _check_suites(series: Series, repo: Repo, t: Target) -> None:
+    """Every planned suite is in the target before anything runs: a misspelt or moved one
+    would otherwise pass as "0 passed"."""
+    missing = plan.missing_suites(series.manifest.test,
+                                  lambda p: repo.show_file(t.head, p) is not None)
+    if missing:
+        raise CarryError(f"planned suite{'s' if len(missing) > 1 else ''} not in the target "
+                         f"tree ({t.onto_ref}, result {t.head[:12]}): {', '.join(missing)}",
+                         hint="fix [test].suites, or validate on a target that has them")
 
 
 def _early_key(series: Series, repo: Repo, onto: str, baseline: bool,
@@ -274,124 +284,3 @@ def _parse(xml: Path, suites: list[str], tree: Path) -> TestRun | None:
         return parse_junit(xml, suites, tree)
     except Exception as exc:  # a truncated file from a killed run: report it, don't crash
         raise CarryError(f"cannot read the JUnit XML {xml}: {exc}") from None
-
-
-def _run_steps(resolved: plan.Resolved, session: engines.Session, wts: dict[str, Repo],
-               repo: Repo, t: Target, run_dir: Path, progress: Progress | None,
-               ) -> list[StepResult]:
-    results: list[StepResult] = []
-    installed = True
-    n = len(resolved.steps)
-    for i, step in enumerate(resolved.steps, 1):
-        if progress:
-            progress(i, n, step.name)
-        log = run_dir / f"{i:02d}-{_SLUG.sub('-', step.name).strip('-')}.log"
-        r = StepResult(step.kind, step.name, step.command, "passed", log=str(log))
-        began = time.monotonic()
-        if step.kind == "diff-check":
-            clean, out = repo.diff_check(t.onto, t.head)
-            atomic.write_bytes(log, f"$ git diff --check {t.onto} {t.head}\n".encode() + out)
-            r.status, r.returncode = ("passed", 0) if clean else ("failed", 2)
-            if not clean:
-                r.note = "whitespace errors; see the log"
-        elif step.kind == "hook" and step.hook is not None and step.hook.missing:
-            atomic.write_text(log, step.hook.note + "\n")
-            r.status, r.note, r.log = "missing", step.hook.note, str(log)
-        elif step.kind in ("pytest", "baseline") and not installed:
-            r.status, r.note, r.log = "skipped", "the requirements did not install", ""
-        else:
-            rc = session.run(step.argv, wts[step.tree].path, log)
-            r.returncode = rc
-            r.status = "passed" if rc == 0 else "failed"
-            if step.hook is not None and step.hook.fallback_used:
-                r.note = step.hook.note
-            if step.kind == "install" and rc != 0:
-                installed = False
-            started = _junit_written(step.argv)
-            _scrub_junit(step.argv)
-            if step.kind in ("pytest", "baseline") and rc not in (0, 1):
-                r.note = _PYTEST_EXIT.get(rc, f"pytest exited {rc}")
-            if step.kind in ("pytest", "baseline") and not started:
-                r.status, r.note = "failed", f"pytest did not start: {_reason(log)}"
-            elif step.kind == "baseline" and rc in (0, 1):
-                r.status, r.note = "passed", "failures here are the point: see the baseline"
-            if r.status == "failed" and not r.note:
-                r.note = _reason(log)
-        r.seconds = round(time.monotonic() - began, 3)
-        results.append(r)
-    return results
-
-
-def _junit_written(argv: Sequence[str]) -> bool:
-    """A pytest step that wrote no JUnit XML never ran a test (`No module named pytest`)."""
-    xml = next((a.removeprefix("--junitxml=") for a in argv if a.startswith("--junitxml=")), "")
-    return not xml or Path(xml).is_file()
-
-
-def _scrub_junit(argv: Sequence[str]) -> None:
-    """The JUnit XML pytest wrote quotes the tests' failures: scrubbed like the log, before
-    carry reads it."""
-    xml = next((a.removeprefix("--junitxml=") for a in argv if a.startswith("--junitxml=")), "")
-    if xml and Path(xml).is_file() and not Path(xml).is_symlink():
-        atomic.write_bytes(Path(xml), Path(xml).read_bytes())
-
-
-def _reason(log: Path) -> str:
-    """The last line of a failed step's log that says something, for its summary line."""
-    try:
-        lines = log.read_text("utf-8", "replace").splitlines()
-    except OSError:
-        return "see the log"
-    said = [ln.strip(" =") for ln in lines if ln.strip(" =-")]
-    return said[-1][:200] if said else "no output; see the log"
-
-
-_PYTEST_EXIT = {2: "pytest was interrupted", 3: "pytest hit an internal error",
-                4: "pytest usage error", 5: "pytest collected no tests"}
-
-
-_DEF = re.compile(rb"^\s*(?:async\s+)?def\s+(\w+)", re.M)
-
-
-def _def_names(text: bytes | None) -> set[str]:
-    """The functions a file defines: a test whose name is not among them before is new."""
-    return {m.decode() for m in _DEF.findall(text or b"")}
-
-
-def _baseline(repo: Repo, t: Target, commit: str, files: list[str], modules: list[str],
-              head: TestRun | None, base: TestRun | None) -> Baseline:
-    """Which of the series' tests fail without the fix and pass with it."""
-    if not modules:
-        return Baseline(commit, files, None, "", [], [], [], True,
-                        "the series changes no test module inside the planned suites")
-    if base is None or head is None:
-        which = "baseline" if base is None else "series' own"
-        return Baseline(commit, files, base, "", [], [], [], True,
-                        f"the {which} pytest run wrote no JUnit XML; see its log")
-    before = {m: _def_names(repo.show_file(t.onto, m)) for m in modules}
-    after = head.outcomes if head else {}
-    proven: list[str] = []
-    passes: list[str] = []
-    both: list[str] = []
-    for test, outcome in base.outcomes.items():
-        if "::" not in test and outcome == "error":
-            # The module did not even collect on the base (it imports what the fix adds):
-            # each of its tests fails there, and is proven if it passes with the fix.
-            mine = [h for h in after if h.split("::", 1)[0] == test]
-            for h in mine:
-                (proven if after[h] == "passed" else both).append(h)
-            if not mine:
-                both.append(test)
-            continue
-        module = test.split("::", 1)[0]
-        func = test.split("::")[-1].split("[", 1)[0]
-        new = func not in before.get(module, set())
-        if outcome in ("failed", "error"):
-            (proven if after.get(test) == "passed" else both).append(test)
-        elif outcome == "passed" and new:
-            passes.append(test)
-    flagged = not proven
-    note = ("no test of the series fails without the fix: its tests do not prove it"
-            if flagged else "")
-    return Baseline(commit, files, base, summary_line(base, len(modules), "test module"),
-                    proven, passes, both, flagged, note)

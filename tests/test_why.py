@@ -258,3 +258,48 @@ def test_a_damaged_why_in_the_saved_state_is_refused_in_one_line(fifty: Fifty) -
     res = fifty.carry("rebase", "--skip")
     assert res.code == 2 and "Traceback" not in res.err
     assert "cause or builds_on" in res.err and len(res.err.strip().splitlines()) <= 2
+
+
+def test_a_fork_branch_target_calls_its_commits_by_the_target_not_upstream(
+        fifty: Fifty) -> None:
+    """The same history as a branch of the fork's remote (`origin/dev`): the cause is a
+    commit of that branch, which the line names by the target, never as upstream's."""
+    git(fifty.up.path, "update-ref", "refs/remotes/origin/dev", "main")
+    res = fifty.carry("rebase", "demo", "--onto", "origin/dev", "--dry-run")
+    assert res.code == 1, res.err
+    want = (f"origin/dev: 0001 conflicts since origin/dev commit "
+            f"{fifty.causes['0001'][:12]} 'Retune h3 (#1020)'")
+    assert want in [line.strip() for line in res.out.splitlines()]
+    assert "upstream" not in "".join(line for line in res.out.splitlines() if "0001" in line)
+    dry = fifty.carry("rebase", "demo", "--onto", "main", "--dry-run")  # upstream's line
+    assert f"0001 conflicts since upstream {fifty.causes['0001'][:12]}" in dry.out
+
+
+def test_a_root_no_single_commit_explains_says_which_git_log_to_read(
+        upstream: CommitBuilder, make_series: MakeSeries) -> None:
+    """The series base is a fork commit off upstream's line that changed h3; the patch
+    changes that h3 again, so it conflicts already at the merge-base (before any upstream
+    commit): no single commit explains it, and the line gives the exact `git log` of the
+    commits that change the patch's file since the merge-base."""
+    up = upstream
+    mb = up.rev("base")
+    up.checkout("base")
+    git(up.path, "checkout", "-q", "-b", "forkbase")
+    up.commit("Fork tunes h3", {"src/util.py": util(h3=7)}, author=TOBY)
+    up.tag("forkbase")
+    git(up.path, "checkout", "-q", "-b", "feature")
+    up.commit("Tune h3 on the fork", {"src/util.py": util(h3=8)}, author=TOBY)
+    up.checkout("main")
+    up.commit("Docs (#7)", {"docs/a.md": "a\n"})
+    up.commit("Tweak h5 (#8)", {"src/util.py": util(h5=55)})
+    make_series(up, "feature", base="forkbase", targets=[Target(name="main", ref="main")])
+    res = run_carry("rebase", "demo", "--onto", "main", "--dry-run", "--repo", str(up.path),
+                    "--series-dir", str(up.path.parent / "series"))
+    assert res.code == 1, res.err
+    look = f"git log --oneline --first-parent {mb[:12]}..{up.rev('main')[:12]} -- src/util.py"
+    want = f"main: 0001 conflicts; no single upstream commit explains it: read the commits " \
+           f"that change its files, {look}"
+    assert want in [line.strip() for line in res.out.splitlines()], res.out
+    listed = git(up.path, "log", "--oneline", "--first-parent", f"{mb}..main", "--",
+                 "src/util.py")
+    assert "Tweak h5 (#8)" in listed and "Docs" not in listed

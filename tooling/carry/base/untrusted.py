@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import functools
 import json
 import os
 import re
@@ -211,11 +210,17 @@ def build(cls: type[T], data: Any, where: str, strict: bool = False) -> T:
     return cls(**kw)
 
 
-@functools.cache
-def _shape(cls: type[Any]) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
+_Shape = tuple[dict[str, Any], dict[str, "dataclasses.Field[Any]"]]
+_SHAPES: dict[type, _Shape] = {}
+
+
+def _shape(cls: type) -> _Shape:
     """A dataclass's resolved annotations and fields, worked out once per class: resolving
     the string annotations is most of a `build` (a rebase state holds 100 patch entries)."""
-    return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)}
+    if cls not in _SHAPES:
+        _SHAPES[cls] = (typing.get_type_hints(cls),
+                        {f.name: f for f in dataclasses.fields(cls)})
+    return _SHAPES[cls]
 
 
 def _value(hint: Any, value: Any, where: str) -> Any:

@@ -24,7 +24,8 @@ VERSION = 2
 PHASES = ("conflict", "edit", "replaying", "finishing")
 STATUSES = ("applied", "dropped", "conflict", "skipped", "pending", "would-conflict")
 _SHA = re.compile(r"[0-9a-f]{40}\Z")  # match() anchors the start; \Z, not $, the end
-_NEWER = {"cause", "builds_on", "resolutions"}  # patch fields a state written before them lacks
+# patch fields a state written before them lacks
+_NEWER = {"cause", "builds_on", "resolutions", "look"}
 
 
 def state_dir(repo: Repo, series: str) -> Path:

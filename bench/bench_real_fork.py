@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -59,8 +60,17 @@ class Shape:
 class Loop:
     total: float = 0.0
     first: float = 0.0
+    cpu: float = 0.0  # user + system seconds of the loop's processes and their git children
+    first_cpu: float = 0.0
     outcome: list[str] = field(default_factory=list)  # per patch: applied|stopped|dropped
     applied: list[tuple[int, str, str]] = field(default_factory=list)  # (patch, tree, author)
+
+
+def cpu() -> float:
+    """CPU seconds of every child waited for so far: on a shared machine wall time follows
+    the load, CPU time what each side costs."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def run(cmd: list[str], cwd: Path | str) -> str:
@@ -146,17 +156,19 @@ def applied(ctx: Ctx, shape: Shape, head: str, outcome: list[str], cwd: Path | N
 
 def carry_loop(ctx: Ctx, shape: Shape, branch: str) -> Loop:
     out = Loop(outcome=["?"] * len(shape.series))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu()
     code, said = carry(ctx, *rebase_args(ctx, "--target", TARGET, "--branch", branch), ok=(0, 1))
-    out.first = time.perf_counter() - t0
+    out.first, out.first_cpu = time.perf_counter() - t0, cpu() - c0
     while code == 1:
         out.outcome[stopped_number(ctx, said) - 1] = "stopped"
         if out.outcome.count("stopped") > len(shape.series):
             raise SystemExit("carry rebase --skip did not finish")
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), cpu()
         code, said = carry(ctx, *rebase_args(ctx, "--skip"), ok=(0, 1))
         out.total += time.perf_counter() - t1
+        out.cpu += cpu() - c1
     out.total += out.first
+    out.cpu += out.first_cpu
     out.applied = applied(ctx, shape, branch, out.outcome)
     return out
 
@@ -164,7 +176,7 @@ def carry_loop(ctx: Ctx, shape: Shape, branch: str) -> Loop:
 def git_loop(ctx: Ctx, shape: Shape, wt: Path) -> Loop:
     out = Loop(outcome=["?"] * len(shape.series))
     index = {sha: i for i, sha in enumerate(shape.series)}
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu()
     git(ctx, "worktree", "add", "-q", "--detach", str(wt), ONTO_REF)
     gitdir = Path((wt / ".git").read_text().split(": ", 1)[1].strip())
     args = ["cherry-pick", f"base..{SERIES_REF}"]
@@ -177,7 +189,7 @@ def git_loop(ctx: Ctx, shape: Shape, wt: Path) -> Loop:
             raise SystemExit(f"git {args[0]} failed: {proc.stderr.decode()[:500]}")
         out.outcome[index[head.read_text().strip()]] = "stopped"
         args = ["cherry-pick", "--skip"]
-    out.total = time.perf_counter() - t0
+    out.total, out.cpu = time.perf_counter() - t0, cpu() - c0
     out.applied = applied(ctx, shape, "HEAD", out.outcome, cwd=wt)
     git(ctx, "worktree", "remove", "--force", str(wt))
     return out
@@ -191,6 +203,19 @@ def check(which: str, c: Loop, g: Loop) -> None:
     if c.applied != g.applied:
         bad = next(x for x in zip(c.applied, g.applied, strict=False) if x[0] != x[1])
         raise SystemExit(f"{which}: carry's and git's applied commits differ: {bad}")
+
+
+def why_share(ctx: Ctx) -> float:
+    """What the root causes cost against the replay they explain: the first call's replay
+    in one process (`bench/why_share.py`), the why work in the foreground and timed apart,
+    with no why kept from before."""
+    shutil.rmtree(ctx.repo / ".git" / "carry" / "why", ignore_errors=True)
+    out = subprocess.run([sys.executable, str(Path(__file__).with_name("why_share.py")),
+                          str(ctx.repo), str(ctx.series / NAME), ONTO_REF], env=ctx.env,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"why_share.py failed: {out.stderr.strip()[-800:]}")
+    return float(out.stdout.split()[-1])
 
 
 def tidy(ctx: Ctx, branch: str) -> None:
@@ -216,9 +241,14 @@ def one_round(fork: str, work: Path, shape: Shape, n: int,
             for name, v in ((f"{key}: carry loop s", c.total),
                             (f"{key}: carry first call s", c.first),
                             (f"{key}: loop / git loop", c.total / g.total),
-                            (f"{key}: first call / git loop", c.first / g.total)):
+                            (f"{key}: first call / git loop", c.first / g.total),
+                            (f"{key}: loop / git loop, CPU", c.cpu / g.cpu),
+                            (f"{key}: first call / git loop, CPU", c.first_cpu / g.cpu)):
                 ratios.setdefault(name, []).append(v)
         ratios.setdefault(f"+{steps}: git loop s", []).append(g.total)
+        ratios.setdefault(f"+{steps}: git loop CPU s", []).append(g.cpu)
+        share = why_share(ctx)
+        ratios.setdefault(f"+{steps}: why / replay it explains", []).append(share)
         print(f"# round {n}, target +{steps} ({onto[:12]}): {g.outcome.count('stopped')} stops, "
               f"{g.outcome.count('applied')} applied, {g.outcome.count('dropped')} dropped, "
               f"same outcomes, trees and authors in all three loops; carry cold "
@@ -257,7 +287,7 @@ def main() -> None:
         xs = ratios[k]
         print(f"{k:<{width}}  {min(xs):7.2f} {statistics.median(xs):7.2f} {max(xs):7.2f}")
     print("\ngoals: loop / git loop at most 1.0x, first call / git loop at most 0.5x, cold and "
-          "warm")
+          "warm; why at most 0.20 of the replay")
 
 
 if __name__ == "__main__":

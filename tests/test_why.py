@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -277,3 +278,57 @@ def test_an_upstream_subject_with_a_number_carry_cannot_read_names_no_pr(
     assert res.code == 1 and "Traceback" not in res.err, res.err
     (r,) = json.loads(res.out)
     assert r["patches"][0]["cause"] == {"sha": sha, "subject": f"Retune h3 {tail}", "pr": None}
+
+
+def test_a_fork_branch_target_calls_its_commits_by_the_target_not_upstream(
+        fifty: Fifty) -> None:
+    """The same history as a branch of the fork's remote (`origin/dev`): the cause is a
+    commit of that branch, which the line names by the target, never as upstream's."""
+    git(fifty.up.path, "update-ref", "refs/remotes/origin/dev", "main")
+    res = fifty.carry("rebase", "demo", "--onto", "origin/dev", "--dry-run")
+    assert res.code == 1, res.err
+    want = (f"origin/dev: 0001 conflicts since origin/dev commit "
+            f"{fifty.causes['0001'][:12]} 'Retune h3 (#1020)'")
+    assert want in [line.strip() for line in res.out.splitlines()]
+    assert "upstream" not in "".join(line for line in res.out.splitlines() if "0001" in line)
+    dry = fifty.carry("rebase", "demo", "--onto", "main", "--dry-run")  # upstream's line
+    assert f"0001 conflicts since upstream {fifty.causes['0001'][:12]}" in dry.out
+
+
+def test_a_root_no_single_commit_explains_says_which_git_log_to_read(
+        upstream: CommitBuilder, make_series: MakeSeries) -> None:
+    """The series base is a fork commit off upstream's line that changed h3; the patch
+    changes that h3 again, so it conflicts already at the merge-base (before any upstream
+    commit): no single commit explains it, and the line gives the exact `git log` of the
+    commits that change the patch's file since the merge-base."""
+    up = upstream
+    mb = up.rev("base")
+    up.checkout("base")
+    git(up.path, "checkout", "-q", "-b", "forkbase")
+    up.commit("Fork tunes h3", {"src/util.py": util(h3=7)}, author=TOBY)
+    up.tag("forkbase")
+    git(up.path, "checkout", "-q", "-b", "feature")
+    up.commit("Tune h3 on the fork", {"src/util.py": util(h3=8)}, author=TOBY)
+    up.checkout("main")
+    up.commit("Docs (#7)", {"docs/a.md": "a\n"})
+    up.commit("Tweak h5 (#8)", {"src/util.py": util(h5=55)})
+    make_series(up, "feature", base="forkbase", targets=[Target(name="main", ref="main")])
+    res = run_carry("rebase", "demo", "--onto", "main", "--dry-run", "--repo", str(up.path),
+                    "--series-dir", str(up.path.parent / "series"))
+    assert res.code == 1, res.err
+    look = f"git log --oneline --first-parent {mb[:12]}..{up.rev('main')[:12]} -- src/util.py"
+    want = f"main: 0001 conflicts; no single upstream commit explains it: read the commits " \
+           f"that change its files, {look}"
+    assert want in [line.strip() for line in res.out.splitlines()], res.out
+    listed = git(up.path, "log", "--oneline", "--first-parent", f"{mb}..main", "--",
+                 "src/util.py")
+    assert "Tweak h5 (#8)" in listed and "Docs" not in listed
+
+
+def test_graft_commits_are_dated_after_any_real_commit() -> None:
+    """git finds a merge's base walking newest first: a graft dated 1970 was reached after
+    the other side's whole history (0.3 s a merge on the 16,000-commit vLLM fork). Dated
+    in 2100, it is reached first. A date, not a time, is what is checked."""
+    from carry.git import GRAFT_IDENT
+
+    assert int(GRAFT_IDENT.date.split()[0]) > time.time() + 50 * 365 * 86400

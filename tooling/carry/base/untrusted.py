@@ -199,8 +199,7 @@ def build(cls: type[T], data: Any, where: str, strict: bool = False) -> T:
     nested dataclasses, Any). Unknown keys are ignored unless `strict`."""
     if not isinstance(data, dict):
         raise BadData(f"{where}: expected an object, got {_describe(type(data))}")
-    hints = typing.get_type_hints(cls)
-    known = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    hints, known = _shape(cls)
     if strict and set(data) - set(known):
         raise BadData(f"{where}: unknown key {sorted(set(data) - set(known))[0]!r}")
     kw: dict[str, Any] = {}
@@ -211,6 +210,19 @@ def build(cls: type[T], data: Any, where: str, strict: bool = False) -> T:
             continue
         kw[name] = _value(hints[name], data[name], f"{where}.{name}")
     return cls(**kw)
+
+
+_Shape = tuple[dict[str, Any], dict[str, "dataclasses.Field[Any]"]]
+_SHAPES: dict[type, _Shape] = {}
+
+
+def _shape(cls: type) -> _Shape:
+    """A dataclass's resolved annotations and fields, worked out once per class: resolving
+    the string annotations is most of a `build` (a rebase state holds 100 patch entries)."""
+    if cls not in _SHAPES:
+        _SHAPES[cls] = (typing.get_type_hints(cls),
+                        {f.name: f for f in dataclasses.fields(cls)})
+    return _SHAPES[cls]
 
 
 def _value(hint: Any, value: Any, where: str) -> Any:

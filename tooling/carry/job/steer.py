@@ -203,7 +203,8 @@ def _root(w: dict[str, Any]) -> str:
     if not cause:
         return f"{name}: {w.get('text', '')}".rstrip(": ")
     pr = f" (#{cause['pr']})" if cause.get("pr") else ""
-    return f"{name} since upstream `{str(cause.get('sha', ''))[:12]}` " \
+    where = f"{w['line']} commit" if w.get("line") else "upstream"
+    return f"{name} since {where} `{str(cause.get('sha', ''))[:12]}` " \
            f"\"{cause.get('subject', '')}\"{pr}"
 
 

@@ -259,7 +259,7 @@ def resume(series: Series, repo: Repo, action: str,
     t = ResolvedTarget(state["target"]["name"], state["target"]["ref"], state["target"]["sha"])
     steps = st.steps(state)
     result = TargetResult(series.name, t.name, t.ref, t.sha, "conflict", "", steps,
-                          branch=state["branch"])
+                          branch=state["branch"], line=targetmod.fork_line(series, t.name, t.ref))
     head, pos = state["head"], state["position"]
     path = st.state_path(repo, series.name, t.slug)
     branch = (state["branch"], state["branch_old"])

@@ -18,7 +18,7 @@ from carry.replay import rerere
 from carry.replay import why as whymod
 from carry.replay.runs import PatchResult as PatchResult
 from carry.replay.runs import run_steps as run_steps
-from carry.replay.targets import ResolvedTarget
+from carry.replay.targets import ResolvedTarget, fork_line
 from carry.series.store import Series
 
 if TYPE_CHECKING:  # loaded where a replay starts, not by a `--skip` that only reads results
@@ -52,13 +52,14 @@ class TargetResult:
     message: str = ""
     refreshed: dict[str, Any] = field(default_factory=dict)
     recorded: dict[str, Any] = field(default_factory=dict)  # what --continue recorded
+    line: str = ""  # the target's name when it is a fork branch, not upstream's line (`why`)
 
     json_extra = ("why",)
 
     @property
     def why(self) -> list[dict[str, Any]]:
         """Each conflicting patch and why it conflicts, root conflicts first."""
-        return whymod.explain(self.patches)
+        return whymod.explain(self.patches, self.line)
 
     def count(self, status: str) -> int:
         return sum(1 for p in self.patches if p.status == status)
@@ -166,7 +167,8 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
         if stop is not None else []
     status = "applied" if stop is None else "conflict"
     result = TargetResult(series.name, target.name, target.ref, target.sha, status,
-                          head if stop is None else "", steps)
+                          head if stop is None else "", steps,
+                          line=fork_line(series, target.name, target.ref))
     return Replayed(result, stop, paths, head, trial)
 
 

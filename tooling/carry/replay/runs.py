@@ -42,6 +42,7 @@ class PatchResult:
     resolutions: list[str] = field(default_factory=list)
     cause: dict[str, Any] | None = None
     builds_on: str = ""
+    look: str = ""  # a root conflict no single target commit explains: the `git log` to read
 
 
 def run_steps(repo: Repo, steps: list[PatchResult], head: str, committer: Ident,

@@ -34,6 +34,19 @@ class ResolvedTarget:
         return slug(self.name)
 
 
+def fork_line(series: Series, name: str, ref: str) -> str:
+    """"" when the target is upstream's line; the target's name when it is a fork branch (a
+    `dev` target, or a ref of the fork's remote), whose commits are the fork's, not upstream's:
+    what a root cause calls the commit it names."""
+    m = series.manifest
+    t = next((t for t in m.targets if t.name == name.split("@", 1)[0]), None)
+    if t is not None and t.kind == "dev":
+        return name
+    fork = m.fork.remote
+    ref = t.ref if t is not None and t.ref else ref
+    return name if fork and ref.startswith((f"{fork}/", f"refs/remotes/{fork}/")) else ""
+
+
 def slug(name: str) -> str:
     """A file and branch name for a target name."""
     return _SLUG.sub("-", name).strip("-.") or "target"

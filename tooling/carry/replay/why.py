@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
@@ -36,7 +37,7 @@ LEFT_OUT = ("conflict", "skipped", "would-conflict")
 # ASCII digits, at most 10: `(#٥)` is no PR and `(#<5,000 digits>)` no int()
 _PR = re.compile(r"\(#([0-9]{1,10})\)\s*$|^Merge pull request #([0-9]{1,10})(?![0-9])")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
-_Known = tuple[dict[str, Any] | None, str]  # the cause, the patch file it builds on
+_Known = tuple[dict[str, Any] | None, str, str]  # the cause, the file it builds on, the look
 
 
 def annotate(repo: Repo, steps: list[PatchResult], onto: str) -> None:
@@ -80,7 +81,7 @@ class Why:
     def finish(self) -> None:
         for i, job in self._jobs:
             known = job.result() if isinstance(job, Future) else job
-            self._steps[i].cause, self._steps[i].builds_on = known
+            self._steps[i].cause, self._steps[i].builds_on, self._steps[i].look = known
         self._jobs = []
 
     def close(self) -> None:
@@ -112,14 +113,16 @@ class Why:
                 if on is not None:
                     known["builds_on"] = on
                 else:
-                    known["cause"] = _bisect(repo, p, context, paths,
-                                             self._line(sources, paths))
+                    line = self._line(sources, paths)
+                    known["cause"] = _bisect(repo, p, context, paths, line)
+                    if known["cause"] is None:
+                        known["look"] = _look(line, paths)
                     _remember(repo, rooted, known)
                 _remember(repo, built, {"builds_on": known["builds_on"], "cause": None})
             except CarryError:  # a shape the in-memory merges cannot take: no why
                 pass
         on_file = next((file for src, file, _ in shared if src == known["builds_on"]), "")
-        return known["cause"], on_file
+        return known["cause"], on_file, str(known.get("look", ""))
 
     def _line(self, sources: list[str], paths: set[bytes]) -> _Line:
         if self._mb is None:  # the series base is the parent of the chain's first patch
@@ -132,7 +135,7 @@ def _key(onto: str, patch: str, left_out: list[str]) -> str:
     """What a patch's why depends on: the patch (its chain, so its base and every patch
     before it), the earlier patches left out that share its paths, and for a root's cause
     the target."""
-    return hashlib.sha256("\0".join(["carry-why-1", onto, patch, *left_out]).encode()
+    return hashlib.sha256("\0".join(["carry-why-2", onto, patch, *left_out]).encode()
                           ).hexdigest()[:40]
 
 
@@ -147,7 +150,7 @@ def _recall(repo: Repo, key: str) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     ok = isinstance(known, dict) and isinstance(known.get("builds_on"), str) and (
-        valid_cause(known.get("cause")))
+        valid_cause(known.get("cause"))) and isinstance(known.get("look", ""), str)
     return known if ok else None
 
 
@@ -264,6 +267,16 @@ def _bisect(repo: Repo, p: RawCommit, context: str, paths: set[bytes],
     return {"sha": c.sha, "subject": c.subject, "pr": pr_number(c.subject)}
 
 
+def _look(line: _Line, paths: set[bytes]) -> str:
+    """The command that lists the target's commits which change the patch's files since the
+    series base: where a maintainer looks when no single commit explains a conflict."""
+    if not line.mb:
+        return ""
+    files = sorted(p.decode("utf-8", "surrogateescape") for p in paths)
+    return shlex.join(["git", "log", "--oneline", "--first-parent",
+                       f"{line.mb[:12]}..{line.onto[:12]}", "--", *files])
+
+
 def pr_number(subject: str) -> int | None:
     """The PR a squash-merged (`... (#N)`) or merged (`Merge pull request #N`) commit came
     from."""
@@ -271,19 +284,21 @@ def pr_number(subject: str) -> int | None:
     return int(m.group(1) or m.group(2)) if m else None
 
 
-def explain(steps: Sequence[PatchResult]) -> list[dict[str, Any]]:
+def explain(steps: Sequence[PatchResult], line: str = "") -> list[dict[str, Any]]:
     """One entry per conflicting patch, root conflicts first (series order within each), with
-    the one line a person reads."""
+    the one line a person reads. `line`: the target's name when it is not upstream's line (a
+    fork branch), so that its commits are not called upstream's."""
     status = {s.file: s.status for s in steps}
     out = [{"file": s.file, "status": s.status, "cause": s.cause, "builds_on": s.builds_on,
-            "text": describe(s, status.get(s.builds_on, ""))}
+            "look": s.look, "line": line, "text": describe(s, status.get(s.builds_on, ""), line)}
            for s in steps if s.status in CONFLICTING]
     return sorted(out, key=lambda e: bool(e["builds_on"]))
 
 
-def describe(step: PatchResult, on_status: str = "") -> str:
-    """"0007 conflicts since upstream abc123 'Rename foo (#12)'", "0009 builds on 0007,
-    which was skipped"."""
+def describe(step: PatchResult, on_status: str = "", line: str = "") -> str:
+    """"0007 conflicts since upstream abc123 'Rename foo (#12)'" ("since fork-dev commit
+    abc123 ..." when the target, `line`, is a fork branch), "0009 builds on 0007, which was
+    skipped"."""
     num = _num(step.file)
     verb = "conflicts" if step.status == "conflict" else "would conflict"
     if step.builds_on:
@@ -291,9 +306,13 @@ def describe(step: PatchResult, on_status: str = "") -> str:
                  "would-conflict": "would conflict too"}.get(on_status, "was left out")
         return f"{num} builds on {_num(step.builds_on)}, which {which}"
     c = step.cause
+    where = f"{line} commit" if line else "upstream"
     if c:
-        return f"{num} {verb} since upstream {str(c.get('sha', ''))[:12]} '{c.get('subject')}'"
-    return f"{num} {verb}; no single upstream commit on the target's line explains it"
+        return f"{num} {verb} since {where} {str(c.get('sha', ''))[:12]} '{c.get('subject')}'"
+    text = f"{num} {verb}; no single {line or 'upstream'} commit explains it"
+    if step.look:
+        return f"{text}: read the commits that change its files, {step.look}"
+    return f"{text}: compare its files between the series base and the target"
 
 
 def _num(file: str) -> str:

@@ -268,6 +268,9 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
         target = Target(name=t.text("name", required=True), ref=t.text("ref"), tags=t.text("tags"),
                         latest=t.get("latest", int, 1), kind=t.text("kind"),
                         prereleases=t.get("prereleases", bool, False))
+        if re.sub(r"[^A-Za-z0-9._-]+", "-", target.name).strip("-.") == "tip":
+            raise t.fail("name", "a name other than 'tip' (carry/NAME/tip is the CI loop's "
+                         "branch)", target.name)
         if bool(target.ref) == bool(target.tags):
             raise t.fail("ref", "exactly one of 'ref' or 'tags'", target.ref or None)
         m.targets.append(target)

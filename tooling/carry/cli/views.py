@@ -177,8 +177,11 @@ def show_init(r: Any) -> None:
         render.warn(n)
     import shlex
 
-    render.say(f"next: carry import {r.series} --repo {shlex.quote(r.repo or '.')} "
-               f"--range {r.base['ref']}..BRANCH   (BRANCH: the commits to carry)")
+    for cmd in r.setup:  # the remotes the manifest names that the clone lacks
+        render.say(f"next: {cmd}")
+    render.say(f"{'then' if r.setup else 'next'}: carry import {r.series} --repo "
+               f"{shlex.quote(r.repo or '.')} --range {r.base['ref']}..BRANCH   "
+               "(BRANCH: the commits to carry)")
 
 
 @_or_json

@@ -66,9 +66,16 @@ def _show_linearized(lin: LinearReport) -> None:
                     "deferred": f"took over {a.source}'s change to {paths}, which could not be "
                                 "carried across it cleanly"}[a.part]
             render.say(f"    {a.patch} {what}")
+    said = {a.patch for a in lin.absorbed}
+    for c in lin.changed:  # changed by the carrying alone: its diff is not the fork's
+        if c.patch not in said:
+            render.say(f"    {c.patch} {c.why}")
     for d in lin.dropped:
         render.say(f"  dropped {_short(d.commit)} ({d.subject}) at merge {_short(d.merge)}: "
                    f"{d.why}")
+    for sha in lin.passed:
+        render.say(f"  passed over merge {_short(sha)}: it merges an upstream an earlier merge "
+                   "already brought in, and changes nothing")
 
 
 @_or_json

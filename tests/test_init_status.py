@@ -201,3 +201,14 @@ def test_init_in_a_clone_of_the_fork_alone_prints_what_makes_it_resolve(
     imp = run_carry("import", "fix", "--repo", str(work), "--range",
                     f"{m['base']['ref']}..origin/feature", "--series-dir", str(series_root))
     assert imp.code == 0, imp.err
+
+
+def test_init_inside_the_clone_says_the_series_would_be_committed_there(
+        tmp_path: Path, upstream: CommitBuilder) -> None:
+    """Walk: init run in the vLLM clone with no series checkout anywhere wrote series/ into
+    the clone and told the user to commit it there, without a word."""
+    work = _clone_with_remotes(tmp_path, upstream)
+    r = run_carry("init", "fix", "--upstream", "acme/widget", "--fork", "me/widget", cwd=work)
+    assert r.code == 0, r.err
+    assert f"the series folder {work / 'series'} is inside the clone {work}" in r.err
+    assert "--series-dir" in r.err

@@ -146,6 +146,10 @@ def run(root: Path, name: str, upstream: str, fork: str, repo_path: str | None,
         try:
             manifest, notes = build(name, upstream, fork, repo, dev_branch, base_ref, title)
             setup = setup_commands(repo, manifest) if repo is not None else []
+            if repo is not None and root.resolve().is_relative_to(repo.path.resolve()):
+                notes.append(f"the series folder {root} is inside the clone {repo.path}: its "
+                             "versions would be committed into your vLLM clone; keep series in "
+                             "a checkout of their own beside it (--series-dir DIR)")
         finally:
             if repo is not None:
                 repo.close()

@@ -179,9 +179,11 @@ def dco_findings(series: Series, reports: list[PatchReport]) -> list[Finding]:
             "violation", f"DCO: no Signed-off-by from its author {u.author} <{u.email}>{why}"))
     if not gaps:
         return [Finding("note", "DCO: every patch is signed off by its author")]
+    shown = ", ".join(u.who() for u in gaps[:3]) + (
+        f" and {len(gaps) - 3} more (each is marked below)" if len(gaps) > 3 else "")
     return [Finding("violation", f"DCO: {len(gaps)} patch(es) lack their author's sign-off: "
-                    + ", ".join(u.who() for u in gaps)
-                    + f"; each author signs their own: carry trailers {series.name} --signoff")]
+                    f"{shown}; each author signs their own: carry trailers {series.name} "
+                    "--signoff")]
 
 
 def run(series: Series, against: Repo | None = None, dco: bool = False) -> CheckReport:

@@ -62,3 +62,30 @@ def test_apply_in_a_bare_repository(upstream: CommitBuilder, series_root: Path,
     assert r.code == 0, r.err
     assert git(bare, "rev-parse", "carried^{tree}") == git(upstream.path, "rev-parse",
                                                            "HEAD^{tree}")
+
+
+def test_a_branch_and_a_branch_under_its_name_clash_in_one_line(upstream: CommitBuilder,
+                                                                 series_root: Path) -> None:
+    """F16 #10: git keeps `carry/demo` and `carry/demo/base` apart as a file and a folder;
+    after `carry edit` wrote `carry/demo/base`, `apply --branch carry/demo` died with git's
+    "cannot lock ref". Both ways round are refused before any work, in one line with a
+    hint, and nothing is written."""
+    _series(upstream, series_root)
+    git(upstream.path, "branch", "carry/demo/base", "base")
+    before = git(upstream.path, "for-each-ref")
+    r = run_carry("apply", "demo", "--repo", str(upstream.path), "--onto", "base",
+                  "--branch", "carry/demo", "--series-dir", str(series_root))
+    assert r.code == 2, r.err
+    [line] = r.err.splitlines()
+    assert "'carry/demo/base' exists" in line and "cannot lock" not in line
+    assert "--branch" in line and "carry/demo/tip" in line
+    assert git(upstream.path, "for-each-ref") == before
+    git(upstream.path, "branch", "-D", "carry/demo/base")
+    git(upstream.path, "branch", "carry/demo", "base")
+    before = git(upstream.path, "for-each-ref")
+    r = run_carry("apply", "demo", "--repo", str(upstream.path), "--onto", "base",
+                  "--branch", "carry/demo/upstream-main", "--series-dir", str(series_root))
+    assert r.code == 2, r.err
+    [line] = r.err.splitlines()
+    assert "'carry/demo' exists" in line and "git branch -m carry/demo carry/demo/tip" in line
+    assert git(upstream.path, "for-each-ref") == before

@@ -231,3 +231,18 @@ def test_flagship_reports_the_policy_and_six_expected_patches(tmp_path: Path) ->
                                                           str(tmp_path / "copy")})
     assert r.code == 0, r.err
     assert "note: patches not imported yet: 6 expected" in r.out
+
+
+def test_check_dco_names_a_few_unsigned_patches_in_its_series_line(
+        upstream: CommitBuilder, series_root: Path) -> None:
+    """Walk: on a 53-patch fork series the series' DCO line named every patch (5,000
+    characters on one line); it names three and counts the rest, each patch keeps its own."""
+    git(upstream.path, "checkout", "-q", "-b", "feature", "base")
+    for i in range(6):
+        upstream.commit(f"Unsigned {i}", {f"src/u{i}.py": f"U = {i}\n"})
+    importer.run(series_root, "many", str(upstream.path), rng="base..feature")
+    r = run_carry("check", "many", "--dco", "--series-dir", str(series_root))
+    assert r.code == 1
+    [line] = [ln for ln in r.out.splitlines() if "patch(es) lack" in ln]
+    assert "6 patch(es) lack" in line and "and 3 more" in line and "0004-" not in line
+    assert r.out.count("DCO: no Signed-off-by from its author") == 6

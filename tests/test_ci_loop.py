@@ -152,12 +152,13 @@ def test_the_loop_opens_a_pr_and_an_issue_then_goes_quiet_then_closes_the_issue(
     pulls = gh.state.repos[FORK].pulls
     assert list(pulls) == [pr_act["number"]]
     pull = pulls[pr_act["number"]]
-    assert (pull.head, pull.base, pull.draft, pull.state) == ("carry/good", "main", True, "open")
+    assert (pull.head, pull.base, pull.draft, pull.state) == (
+        "carry/good/tip", "main", True, "open")
     assert pull.body.startswith("<!-- carry:series=good -->")
     assert "9 tests passed and 1 skipped" in pull.body  # the cell's own validation report
     s = site.series()
     assert s.manifest.version == version + 1 and s.manifest.base.commit == up.rev("v3")
-    pushed = git(up.path, "ls-remote", "origin", "refs/heads/carry/good").split()[0]
+    pushed = git(up.path, "ls-remote", "origin", "refs/heads/carry/good/tip").split()[0]
     assert git(up.path, "merge-base", "--is-ancestor", "v3", pushed) == ""
 
     (issue_act,) = v4["loop"]
@@ -199,7 +200,7 @@ def test_the_loop_opens_a_pr_and_an_issue_then_goes_quiet_then_closes_the_issue(
     (closing,) = [c for c in gh.state.repos[FORK].comments if c.issue == issue.number]
     assert closing.body.startswith("carry: `good` applies cleanly to `v5`")
     assert site.series().manifest.base.commit == up.rev("v5")
-    assert git(up.path, "ls-remote", "origin", "refs/heads/carry/good").split()[0] != pushed
+    assert git(up.path, "ls-remote", "origin", "refs/heads/carry/good/tip").split()[0] != pushed
     assert (run3["POST"], run3["PATCH"]) == (1, 2)  # comment; PR edit, issue close
 
     # The v5 cell forced to run again: the same commits and the same PR body, so the branch
@@ -209,13 +210,13 @@ def test_the_loop_opens_a_pr_and_an_issue_then_goes_quiet_then_closes_the_issue(
     assert [(a["kind"], a["action"]) for a in forced["loop"]] == [("pr", "unchanged")]
     assert len(gh.state.writes()) == writes and site.origin_refs() == refs
     # ... and so on a fresh runner, whose clone has the published branch only as origin's
-    published = git(up.path, "ls-remote", "origin", "refs/heads/carry/good").split()[0]
-    git(up.path, "branch", "-D", "carry/good")
-    assert git(up.path, "rev-parse", "refs/remotes/origin/carry/good") == published
+    published = git(up.path, "ls-remote", "origin", "refs/heads/carry/good/tip").split()[0]
+    git(up.path, "branch", "-D", "carry/good/tip")
+    assert git(up.path, "rev-parse", "refs/remotes/origin/carry/good/tip") == published
     (fresh,) = [site.cell(c, *LOOP, "--force") for c in cells]
     assert [(a["kind"], a["action"]) for a in fresh["loop"]] == [("pr", "unchanged")]
     assert len(gh.state.writes()) == writes and site.origin_refs() == refs
-    assert git(up.path, "rev-parse", "carry/good") == published
+    assert git(up.path, "rev-parse", "carry/good/tip") == published
     for n, counts in (("run 1", run1), ("run 3", run3)):
         print(f"{n}: {dict(sorted(counts.items()))}")
 

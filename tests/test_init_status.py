@@ -4,6 +4,7 @@ series, status, series list/show output and --json errors."""
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -158,6 +159,58 @@ def test_every_command_has_an_example_and_an_uncut_summary() -> None:
         r = run_carry(*cmd.split(), "--help")
         assert r.code == 0, (cmd, r.err)
         assert f"Example: carry {cmd}" in r.out, cmd
+
+
+def test_init_in_a_clone_of_the_fork_alone_prints_what_makes_it_resolve(
+        tmp_path: Path, upstream: CommitBuilder, series_root: Path) -> None:
+    """F16 #11: in a clone whose only remote is `origin` (the fork), init wrote
+    `upstream/main` targets that do not resolve and suggested an import that fails. It says
+    the exact `git remote add … && git fetch …`; run as printed, every target resolves and
+    the suggested import works."""
+    git(upstream.path, "branch", "dev/integration", "base")
+    fork = tmp_path / "me" / "widget.git"
+    git(tmp_path, "clone", "-q", "--bare", str(upstream.path), str(fork))
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", str(fork), str(work))
+    r = run_carry("init", "fix", "--upstream", "acme/widget", "--fork", "me/widget",
+                  "--series-dir", str(series_root), cwd=work)
+    assert r.code == 0, r.err
+    m = tomllib.loads((series_root / "fix" / "series.toml").read_text())
+    assert m["fork"]["remote"] == "origin" and m["upstream"]["remote"] == "upstream"
+    setup = [ln.removeprefix("next: ") for ln in r.out.splitlines()
+             if ln.startswith("next: git ")]
+    assert setup == [f"git -C {work} remote add upstream https://github.com/acme/widget.git"
+                     f" && git -C {work} fetch upstream"], r.out
+    assert "then: carry import fix" in r.out
+    # GitHub is the upstream's URL; here it is the local upstream (no traffic leaves)
+    local = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": f"url.{upstream.path}.insteadOf",
+             "GIT_CONFIG_VALUE_0": "https://github.com/acme/widget.git"}
+    import subprocess
+
+    subprocess.run(setup[0], shell=True, check=True, env=dict(os.environ, **local),
+                   capture_output=True)
+    for t in m["target"]:
+        if "ref" in t:
+            git(work, "rev-parse", "--verify", "-q", t["ref"])
+    upstream.checkout("dev/integration")
+    upstream.commit("One\n\nSigned-off-by: A U Thor <author@example.com>\n",
+                    {"src/util.py": util(h1=11)})
+    git(work, "fetch", "-q", "origin")
+    git(work, "fetch", "-q", str(upstream.path), "dev/integration:refs/remotes/origin/feature")
+    imp = run_carry("import", "fix", "--repo", str(work), "--range",
+                    f"{m['base']['ref']}..origin/feature", "--series-dir", str(series_root))
+    assert imp.code == 0, imp.err
+
+
+def test_init_inside_the_clone_says_the_series_would_be_committed_there(
+        tmp_path: Path, upstream: CommitBuilder) -> None:
+    """Walk: init run in the vLLM clone with no series checkout anywhere wrote series/ into
+    the clone and told the user to commit it there, without a word."""
+    work = _clone_with_remotes(tmp_path, upstream)
+    r = run_carry("init", "fix", "--upstream", "acme/widget", "--fork", "me/widget", cwd=work)
+    assert r.code == 0, r.err
+    assert f"the series folder {work / 'series'} is inside the clone {work}" in r.err
+    assert "--series-dir" in r.err
 
 
 def _every_command() -> list[str]:

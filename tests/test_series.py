@@ -324,3 +324,14 @@ def test_a_writer_killed_between_the_fallback_renames_loses_nothing(
     assert sorted(p.name for p in series_root.iterdir()) == ["mamba-sparse-retention"]
     assert seriesmod.find(series_root, "mamba-sparse-retention").manifest.version == \
         s.manifest.version
+
+
+def test_a_target_named_tip_is_refused(tmp_path: Path) -> None:
+    """F16 #10: `carry/NAME/tip` is the CI loop's branch; a target named `tip` would write
+    the same branch."""
+    d = tmp_path / "s"
+    d.mkdir()
+    (d / "series.toml").write_text('schema = 1\nname = "s"\ntitle = "t"\n'
+                                   '[[target]]\nname = "tip"\nref = "upstream/main"\n')
+    with pytest.raises(CarryError, match="other than 'tip'"):
+        seriesmod.load(d)

@@ -92,3 +92,21 @@ def test_series_list_prints_no_stray_line(tmp_path: Path) -> None:
     helped = " ".join(run_carry("check", "--help").out.split())
     assert "nearest series/ from here up to the top of this git checkout" in helped
     assert "beside the checkout" in helped
+
+
+def test_beside_two_series_checkouts_every_command_names_the_series_folder(
+        tmp_path: Path) -> None:
+    """F16 #9: from the clone beside two series checkouts, the problem is which series folder
+    to use, and every command says so (not "no manifest names a remote")."""
+    clone = _checkout(tmp_path / "vllm")
+    for name in ("carry-a", "carry-b"):
+        _series(_checkout(tmp_path / name) / "series", "my-fix")
+    for argv in (("rebase", "my-fix"), ("edit", "my-fix", "1"), ("ci",),
+                 ("status", "--prune"), ("check", "my-fix"), ("status",)):
+        r = run_carry(*argv, cwd=clone)
+        assert r.code == 2, (argv, r.err)
+        [line] = r.err.splitlines()
+        assert "manifest names" not in line and "--repo" not in line, (argv, line)
+        assert "series" in line and "CARRY_SERIES_DIR" in line, (argv, line)
+        assert str(tmp_path / "carry-a" / "series") in line, (argv, line)
+        assert str(tmp_path / "carry-b" / "series") in line, (argv, line)

@@ -83,9 +83,11 @@ def status(
     root = _root(series_dir)
     if prune and not name:
         known = [s.name for s in series.list_series(root)]
+        if not known:
+            raise CarryError(f"no series in {root}", hint=series.where_hint(root))
         raise CarryError("--prune writes one series' next version; give its NAME",
                          hint=f"carry status {known[0]} --prune" if len(known) == 1 else
-                         f"carry status NAME --prune (series: {', '.join(known) or 'none'})")
+                         f"carry status NAME --prune (series: {', '.join(known)})")
     with locks.series_lock(root, name) if prune and name else nullcontext():
         chosen = [series.find(root, name)] if name else series.list_series(root)
         if not chosen:

@@ -66,9 +66,16 @@ def _show_linearized(lin: LinearReport) -> None:
                     "deferred": f"took over {a.source}'s change to {paths}, which could not be "
                                 "carried across it cleanly"}[a.part]
             render.say(f"    {a.patch} {what}")
+    said = {a.patch for a in lin.absorbed}
+    for c in lin.changed:  # changed by the carrying alone: its diff is not the fork's
+        if c.patch not in said:
+            render.say(f"    {c.patch} {c.why}")
     for d in lin.dropped:
         render.say(f"  dropped {_short(d.commit)} ({d.subject}) at merge {_short(d.merge)}: "
                    f"{d.why}")
+    for sha in lin.passed:
+        render.say(f"  passed over merge {_short(sha)}: it merges an upstream an earlier merge "
+                   "already brought in, and changes nothing")
 
 
 @_or_json
@@ -177,8 +184,11 @@ def show_init(r: Any) -> None:
         render.warn(n)
     import shlex
 
-    render.say(f"next: carry import {r.series} --repo {shlex.quote(r.repo or '.')} "
-               f"--range {r.base['ref']}..BRANCH   (BRANCH: the commits to carry)")
+    for cmd in r.setup:  # the remotes the manifest names that the clone lacks
+        render.say(f"next: {cmd}")
+    render.say(f"{'then' if r.setup else 'next'}: carry import {r.series} --repo "
+               f"{shlex.quote(r.repo or '.')} --range {r.base['ref']}..BRANCH   "
+               "(BRANCH: the commits to carry)")
 
 
 @_or_json

@@ -64,7 +64,20 @@ def repo_path(given: str | None, root: Path, names: Sequence[str] = (),
         return str(top.path)
     if not needed:
         return None
+    _series_first(root, names)
     raise CarryError(f"no --repo given, and {why}", hint=HINT)
+
+
+def _series_first(root: Path, names: Sequence[str]) -> None:
+    """Raise the series' own error when the series the command names (or any, for one that
+    names none) is not in `root`: which series folder to use is then the problem, not which
+    clone, and no manifest was read to know the clone by."""
+    from carry.series import store
+
+    for name in names:
+        store.find(root, name)
+    if not names and not store.scan(root).series:
+        raise CarryError(f"no series in {root}", hint=store.where_hint(root))
 
 
 def _stopped_in(top: Repo) -> bool:

@@ -91,6 +91,7 @@ class Repo(Refs, History, Index, Worktrees):
         if not ref.startswith("refs/heads/") or not self.valid_branch(ref):
             raise CarryError(f"not a valid branch name: {branch!r}",
                              hint="a branch lives under refs/heads/ and does not start with -")
+        self._no_folder_clash(ref)
         old = self.try_rev_parse(ref) if self.ref_exists(ref) else None
         if old is None:
             return ref, None
@@ -108,3 +109,20 @@ class Repo(Refs, History, Index, Worktrees):
             raise CarryError(f"{short} is checked out in {where}; carry will not move it under "
                              "a worktree", hint="pass --branch with another name")
         return ref, old
+
+    def _no_folder_clash(self, ref: str) -> None:
+        """git keeps `a/b` and `a/b/c` as a file and a folder: one cannot be made while the
+        other exists, and git says only "cannot lock ref" after the work. Said before it."""
+        parts = ref.split("/")
+        above = [p for p in ("/".join(parts[:i]) for i in range(3, len(parts)))
+                 if self.ref_exists(p)]
+        below = self.for_each_ref(f"{ref}/")
+        clash = (above or below)[:1]
+        if not clash:
+            return
+        short, other = ref.removeprefix("refs/heads/"), clash[0].removeprefix("refs/heads/")
+        raise CarryError(f"branch {short!r} cannot be written while branch {other!r} exists "
+                         "(git keeps a branch and the branches under its name apart)",
+                         hint=f"pick another --branch, such as {short}/tip" if not above
+                         else f"pick another --branch, or move {other} aside: "
+                         f"git branch -m {other} {other}/tip")

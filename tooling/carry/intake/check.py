@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from carry.git import NULL_SHA, Repo
 from carry.series import patches as patchmod
 from carry.series import trailers as trailermod
+from carry.series.linearized import Linearized
 from carry.series.store import Policy, Series
 
 
@@ -124,7 +125,8 @@ def originals(repo: Repo, plist: list[patchmod.Patch]) -> dict[int, tuple[str | 
 
 
 def against_repo(patch: patchmod.Patch, repo: Repo, patch_ids: dict[str, str],
-                 original: tuple[str | None, str]) -> list[Finding]:
+                 original: tuple[str | None, str], linear: Linearized | None = None
+                 ) -> list[Finding]:
     sha, why = original
     found = [Finding("difference", why)] if why else []
     if sha is None:
@@ -142,8 +144,14 @@ def against_repo(patch: patchmod.Patch, repo: Repo, patch_ids: dict[str, str],
         found.append(Finding("difference", "message differs from the original commit"))
     pid_patch = patch_ids.get(f"patch:{patch.file}")
     pid_commit = patch_ids.get(commit.sha)
-    if pid_patch != pid_commit:
-        found.append(Finding("difference", "patch-id differs from the original commit"))
+    if pid_patch == pid_commit:
+        return found
+    if linear and linear.commit == commit.sha and linear.patch_id == pid_patch:
+        found.append(Finding("note", f"linearized: {linear.why}"))
+    else:
+        found.append(Finding("difference", "patch-id differs from the original commit"
+                             + (f" (linearized at import: {linear.why}; the patch changed "
+                                "since)" if linear and linear.commit == commit.sha else "")))
     return found
 
 
@@ -171,9 +179,11 @@ def dco_findings(series: Series, reports: list[PatchReport]) -> list[Finding]:
             "violation", f"DCO: no Signed-off-by from its author {u.author} <{u.email}>{why}"))
     if not gaps:
         return [Finding("note", "DCO: every patch is signed off by its author")]
+    shown = ", ".join(u.who() for u in gaps[:3]) + (
+        f" and {len(gaps) - 3} more (each is marked below)" if len(gaps) > 3 else "")
     return [Finding("violation", f"DCO: {len(gaps)} patch(es) lack their author's sign-off: "
-                    + ", ".join(u.who() for u in gaps)
-                    + f"; each author signs their own: carry trailers {series.name} --signoff")]
+                    f"{shown}; each author signs their own: carry trailers {series.name} "
+                    "--signoff")]
 
 
 def run(series: Series, against: Repo | None = None, dco: bool = False) -> CheckReport:
@@ -215,9 +225,10 @@ def run(series: Series, against: Repo | None = None, dco: bool = False) -> Check
         targets = originals(against, loaded)
         ids = _patch_ids(against, loaded, sorted({s for s, _ in targets.values() if s}))
         by_number = {r.number: r for r in reports}
+        linear = {x.patch: x for x in m.linearized}
         for patch in loaded:
-            by_number[patch.number].findings += against_repo(patch, against, ids,
-                                                             targets[patch.number])
+            by_number[patch.number].findings += against_repo(
+                patch, against, ids, targets[patch.number], linear.get(patch.file))
     if dco:
         findings += dco_findings(series, reports)
     bad = any(not r.ok for r in reports) or any(f.kind == "violation" for f in findings)

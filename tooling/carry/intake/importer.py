@@ -15,7 +15,7 @@ from pathlib import Path
 
 from carry.base.errors import CarryError
 from carry.git import ANY, RawCommit, Repo
-from carry.intake import guard
+from carry.intake import changes, guard
 from carry.intake.linearize import Report, linearize
 from carry.series import locks, versions
 from carry.series import patches as patchmod
@@ -124,10 +124,13 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
                                                 existing.manifest.base.ref if existing else ""])
             formatted = linear.named(repo.format_patch(base, linear.head, commits))
             _same_commits(read, [sha for sha, _ in formatted])
-            files = {}
+            files, names = {}, {}
             for i, (sha, text) in enumerate(formatted, 1):
                 commit = read[sha]
-                files[patchmod.file_name(i, commit.subject)] = patchmod.render(commit, text)
+                names[sha] = patchmod.file_name(i, commit.subject)
+                files[names[sha]] = patchmod.render(commit, text)
+            linearized = changes.find(repo, linear, names)
+            linear = changes.with_changes(linear, linearized)
         finally:
             repo.close()
     manifest = existing.manifest if existing else Manifest(name=name, title="")
@@ -137,6 +140,7 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
     if existing and changed and not force:
         guard.check(existing, files)
     manifest.base = Base(ref=base_name, commit=base)
+    manifest.linearized = linearized  # check knows these patches are not the fork's commits
     if changed:
         summary = f"imported {len(files)} patches from {desc} onto {base[:12]}"
         if linear.report:

@@ -29,6 +29,7 @@ class InitResult:
     targets: list[dict[str, object]]
     notes: list[str] = field(default_factory=list)
     repo: str = ""
+    setup: list[str] = field(default_factory=list)  # git commands that make the refs resolve
 
 
 def remote_for(repo: Repo | None, slug: str) -> tuple[str, str]:
@@ -64,6 +65,34 @@ def _dev_branch(repo: Repo | None, remote: str, given: str) -> str:
     return newest[0].split()[1].removeprefix(f"refs/remotes/{remote}/") if newest else ""
 
 
+def _missing(repo: Repo | None, slug: str, remote: str, notes: list[str]) -> None:
+    """Note the remote the manifest names for `slug` when no URL of the clone names it: an
+    existing remote of the usual name is taken as it (a mirror, a local path); else it is one
+    to add (`setup_commands` says how)."""
+    if repo is None:
+        return
+    url = repo.remote_urls().get(remote)
+    notes.append(f"no remote of {repo.path} points at {slug}; assumed remote {remote!r} "
+                 f"({redact.strip_url(url)}) is it" if url else
+                 f"no remote of {repo.path} points at {slug}: the manifest names it remote "
+                 f"{remote!r}, whose refs resolve once it is added and fetched")
+
+
+def setup_commands(repo: Repo, manifest: Manifest) -> list[str]:
+    """The exact git commands after which every ref the manifest names resolves in `repo`:
+    the remotes it lacks, added and fetched (tags too, for a release target)."""
+    import shlex
+
+    have, out = set(repo.remotes()), []
+    for r in (manifest.upstream, manifest.fork):
+        if r.remote and r.remote not in have:
+            where = f"git -C {shlex.quote(str(repo.path))}"
+            out.append(f"{where} remote add {shlex.quote(r.remote)} {shlex.quote(r.url)} && "
+                       f"{where} fetch {shlex.quote(r.remote)}")
+            have.add(r.remote)
+    return out
+
+
 def build(name: str, upstream: str, fork: str, repo: Repo | None, dev_branch: str = "",
           base_ref: str = "", title: str = "", releases: int = 1) -> tuple[Manifest, list[str]]:
     for flag, slug in (("--upstream", upstream), ("--fork", fork)):
@@ -72,11 +101,12 @@ def build(name: str, upstream: str, fork: str, repo: Repo | None, dev_branch: st
     up_remote, up_url = remote_for(repo, upstream)
     fork_remote, fork_url = remote_for(repo, fork)
     up_url, fork_url = redact.strip_url(up_url), redact.strip_url(fork_url)
-    if repo is not None and not up_remote:
-        notes.append(f"no remote of {repo.path} points at {upstream}; assumed remote 'upstream'")
-    if repo is not None and not fork_remote:
-        notes.append(f"no remote of {repo.path} points at {fork}; assumed remote 'fork'")
-    up_remote, fork_remote = up_remote or "upstream", fork_remote or "fork"
+    if not up_remote:
+        up_remote = "upstream"
+        _missing(repo, upstream, up_remote, notes)
+    if not fork_remote:
+        fork_remote = "fork"
+        _missing(repo, fork, fork_remote, notes)
     main = _default_branch(repo, up_remote)
     dev = _dev_branch(repo, fork_remote, dev_branch)
     targets = [Target(name="upstream-main", ref=f"{up_remote}/{main}", kind="main")]
@@ -115,10 +145,15 @@ def run(root: Path, name: str, upstream: str, fork: str, repo_path: str | None,
         repo = Repo.open(repo_path) if repo_path else None
         try:
             manifest, notes = build(name, upstream, fork, repo, dev_branch, base_ref, title)
+            setup = setup_commands(repo, manifest) if repo is not None else []
+            if repo is not None and root.resolve().is_relative_to(repo.path.resolve()):
+                notes.append(f"the series folder {root} is inside the clone {repo.path}: its "
+                             "versions would be committed into your vLLM clone; keep series in "
+                             "a checkout of their own beside it (--series-dir DIR)")
         finally:
             if repo is not None:
                 repo.close()
         seriesmod.write_series(root / name, manifest, {})
     return InitResult(name, str(root / name), vars(manifest.upstream), vars(manifest.fork),
                       vars(manifest.base), [vars(t) for t in manifest.targets], notes,
-                      str(repo.path) if repo is not None else "")
+                      str(repo.path) if repo is not None else "", setup)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from carry.base.errors import CarryError
 from carry.git import Entry, MergeResult, RawCommit, Repo
+from carry.intake.upstreams import passed_over
 from carry.series import patches as patchmod
 
 
@@ -75,16 +76,29 @@ class Dropped:
 
 
 @dataclass(frozen=True)
+class Changed:
+    """A patch whose diff is not its fork commit's (`carry check --against-repo` says so
+    rather than fail it), and why: the parts of merges it absorbed, or its carrying across
+    them onto a newer upstream."""
+
+    patch: str
+    commit: str
+    why: str
+
+
+@dataclass(frozen=True)
 class Report:
     merges: list[Merge]
     absorbed: list[Absorbed] = field(default_factory=list)
     dropped: list[Dropped] = field(default_factory=list)
+    passed: list[str] = field(default_factory=list)  # merges of an upstream already merged
+    changed: list[Changed] = field(default_factory=list)  # patches whose diff is not the fork's
 
     def summary(self) -> str:
         """One line for the series' changelog."""
         parts = []
         for m in self.merges:
-            took = [f"{a.patch[:4]} {_PART[a.part]} ({len(a.paths)} path"
+            took = [f"{a.patch[:4]} {PART[a.part]} ({len(a.paths)} path"
                     f"{'s' if len(a.paths) != 1 else ''})"
                     for a in self.absorbed if a.merge == m.merge]
             parts.append(f"merge {m.merge[:12]} of upstream {m.upstream[:12]}"
@@ -92,10 +106,12 @@ class Report:
         text = "linearised " + "; ".join(parts)
         if self.dropped:
             text += "; dropped " + ", ".join(d.commit[:12] for d in self.dropped)
+        if self.passed:
+            text += "; passed over " + ", ".join(m[:12] for m in self.passed)
         return text
 
 
-_PART = {"tree": "took its tree", "resolution": "took its resolution",
+PART = {"tree": "took its tree", "resolution": "took its resolution",
          "deferred": "took over an earlier patch's change"}
 
 
@@ -129,39 +145,17 @@ def linearize(repo: Repo, base: RawCommit, read: dict[str, RawCommit], desc: str
     merges = [c for c in read.values() if len(c.parents) > 1]
     if not merges:
         return Linear(base, read, head)
-    for merge in merges:  # all refusals before any work
-        if len(merge.parents) > 2:
-            raise CarryError(f"{desc} contains merge commit {merge.sha[:12]} of "
-                             f"{len(merge.parents)} parents (an octopus merge); carry "
-                             "linearises merges of two parents only",
-                             hint="import the range after the octopus merge")
-        if merge.parents[1] in read:
-            raise _not_upstream(repo, merge, desc, base.sha)
+    skip = passed_over(repo, base.sha, read, desc)  # all refusals before any work
     chain = _Chain(repo)
     for commit in read.values():
         parent = commit.parents[0] if commit.parents and commit.parents[0] in read else None
-        if len(commit.parents) == 2:
+        if commit.sha in skip:
+            chain.pass_over(commit)
+        elif len(commit.parents) == 2:
             chain.merge(commit, commit.parents[0], repo.read_commit(commit.parents[1]))
         else:
             chain.add(commit, parent)
     return chain.finish(desc)
-
-
-def _not_upstream(repo: Repo, merge: RawCommit, desc: str, base: str) -> CarryError:
-    """A merge whose second side the base does not contain: not a merge of upstream."""
-    if repo.merge_base(*merge.parents) is None:
-        return CarryError(f"{desc} contains merge commit {merge.sha[:12]} of an unrelated "
-                          "history (its parents share no commit); carry will not carry a "
-                          "second project's history as patches",
-                          hint="import the range after that merge, or drop the merge")
-    return CarryError(
-        f"{desc} contains merge commit {merge.sha[:12]} whose second parent "
-        f"{merge.parents[1][:12]} is not in the history of the base {base[:12]}: a merge of two "
-        "fork branches, or of an upstream the base does not contain; carry linearises merges "
-        "of upstream only",
-        hint="name the upstream the branch merged as the base (--base upstream/main, or "
-             "--range upstream/main..BRANCH); a merge of two fork branches needs a linear "
-             "branch first (git rebase)")
 
 
 @dataclass(eq=False)  # one commit in one pass: compared by identity
@@ -182,6 +176,7 @@ class _Chain:
         self.absorbed: list[tuple[_Item, str, str, list[bytes], _Item | None]] = []
         self.dropped: list[Dropped] = []
         self.waiting: RawCommit | None = None  # a merge no commit preceded: the next absorbs it
+        self.passed: list[str] = []  # merges of an upstream already merged
 
     def add(self, commit: RawCommit, parent: str | None) -> None:
         """A fork commit; its parent is the last one added, or the range's base."""
@@ -205,6 +200,13 @@ class _Chain:
                 self.absorbed.append((item, self.waiting.sha, "tree", paths, None))
             self.waiting = None
         self.items.append(item)
+
+    def pass_over(self, merge: RawCommit) -> None:
+        """A merge that brings in no upstream change (`upstreams`): the commits stay on the
+        newest upstream merged, and the merge, whose tree is its fork side's, is no patch."""
+        if not self.items and not self.merges:
+            self.base_tree = merge.tree
+        self.passed.append(merge.sha)
 
     def merge(self, merge: RawCommit, fork: str, up: RawCommit) -> None:
         """Carry every commit so far onto `up`, learning from `merge` what it resolved."""
@@ -348,7 +350,7 @@ class _Chain:
         absorbed = [Absorbed(names[who.orig.sha], who.orig.sha, sha, part, _shown(paths),
                              _name(names, src) if src else "")
                     for who, sha, part, paths, src in self.absorbed if who.orig.sha in names]
-        report = Report(self.merges, absorbed, self.dropped)
+        report = Report(self.merges, absorbed, self.dropped, self.passed)
         return Linear(self.repo.read_commit(self.onto), commits, parent, origin, report)
 
 

@@ -158,7 +158,7 @@ def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target
         act.note = (f"the series is on {base[:12]}, which {row.ref} does not contain; "
                     "it is not moved back")
         return [act]
-    branch = f"carry/{s.name}"
+    branch = f"carry/{s.name}/tip"  # beside carry/NAME/TARGET: a ref cannot be both
     pr_base = ctx.opts.base or s.manifest.fork.branch or "main"
     full = forge_repo(s, ctx.opts)
     remote = remotemod.for_push(ctx.opts.remote, [s]).name  # as `carry pr` picks it
@@ -198,7 +198,7 @@ def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target
 
 
 def _keep_published(repo: Repo, result: TargetResult, published_ref: str) -> None:
-    """A CI runner starts from a fresh clone, with no local `carry/NAME` for the rebase to
+    """A CI runner starts from a fresh clone, with no local `carry/NAME/tip` for the rebase to
     find up to date: when the branch the loop published last holds this replay, the local
     branch takes its commits, so nothing is pushed and the PR's head stays."""
     from carry.replay.reuse import keep_existing

@@ -1,6 +1,7 @@
-"""The branches a series' rebases leave: `carry/NAME` (the branch `carry pr` and the CI loop
-push) and `carry/NAME/TARGET`, each with its tree, and which per-tag ones a newer tag made
-obsolete.
+"""The branches a series' rebases leave: `carry/NAME/tip` (the branch the CI loop pushes
+for `carry pr`) and `carry/NAME/TARGET`, each with its tree, and which per-tag ones a newer
+tag made obsolete. All live under `carry/NAME/`: git cannot keep `carry/NAME` beside
+`carry/NAME/TARGET`, so no target is named `tip` (the manifest refuses it).
 
 A tag-pattern target follows the newest `latest` tags, so each new release leaves the
 branch of an older one behind (`carry/NAME/upstream-release-v1.0.0` once v1.1.0 is out).

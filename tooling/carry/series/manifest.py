@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from carry.base.errors import CarryError
+from carry.series.linearized import Linearized
 from carry.series.names import check_name as check_name  # its readers name it here too
 from carry.series.names import check_repo as check_repo
 
@@ -156,6 +157,7 @@ class Manifest:
     changelog: list[ChangelogEntry] = field(default_factory=list)
     supersede: SupersedeConfig = field(default_factory=SupersedeConfig)
     ci: CiConfig = field(default_factory=CiConfig)
+    linearized: list[Linearized] = field(default_factory=list)
 
     def target(self, name: str) -> Target:
         for t in self.targets:
@@ -198,9 +200,8 @@ class _Reader:
 
     def fail(self, key: str, expected: str, got: object) -> ManifestError:
         shown = repr(got) if not isinstance(got, dict) else "a table"
-        return ManifestError(
-            f"{self.path}: key '{self._key(key)}': expected {expected}, got {shown}"
-        )
+        return ManifestError(f"{self.path}: key '{self._key(key)}': expected {expected}, got "
+                             f"{shown}")
 
     def get(self, key: str, kind: type[T], default: T | None = None, required: bool = False) -> T:
         self.seen.add(key)
@@ -232,9 +233,8 @@ class _Reader:
         return _Reader(self.path, self.get(key, dict, {}), self._key(key), self.family)
 
     def subs(self, key: str) -> list[_Reader]:
-        items = self.get(key, list, [])
         out = []
-        for i, item in enumerate(items):
+        for i, item in enumerate(self.get(key, list, [])):
             if not isinstance(item, dict):
                 raise self.fail(f"{key}[{i}]", "a table", item)
             out.append(_Reader(self.path, item, self._key(f"{key}[{i}]"), self.family))
@@ -270,6 +270,8 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
         target = Target(name=t.text("name", required=True), ref=t.text("ref"), tags=t.text("tags"),
                         latest=t.get("latest", int, 1), kind=t.text("kind"),
                         prereleases=t.get("prereleases", bool, False))
+        if re.sub(r"[^A-Za-z0-9._-]+", "-", target.name).strip("-.") == "tip":  # the CI's
+            raise t.fail("name", "a name other than 'tip' (carry/NAME/tip)", target.name)
         if bool(target.ref) == bool(target.tags):
             raise t.fail("ref", "exactly one of 'ref' or 'tags'", target.ref or None)
         m.targets.append(target)
@@ -309,9 +311,8 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
         env=t.get("env", dict, {}), allow_empty=t.strs("allow_empty"))
     if not all(isinstance(v, str) for v in m.test.env.values()):  # a name is a TOML string
         raise t.fail("env", "a table of strings", m.test.env)
-    for h in t.subs("hook"):
-        m.test.hooks.append(Hook(id=h.text("id"), stage=h.text("stage"),
-                                 fallback=h.text("fallback")))
+    m.test.hooks = [Hook(id=h.text("id"), stage=h.text("stage"), fallback=h.text("fallback"))
+                    for h in t.subs("hook")]
     for c in r.subs("changelog"):
         m.changelog.append(ChangelogEntry(version=c.get("version", int, required=True),
                                           date=c.text("date"), summary=c.text("summary")))
@@ -319,6 +320,7 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
     m.ci = CiConfig(open_limit=(ci := r.sub("ci")).get("open_limit", int, 0))
     if m.ci.open_limit < 0:
         raise ci.fail("open_limit", "an integer >= 0", m.ci.open_limit)
+    m.linearized = [Linearized.read(x) for x in r.subs("linearized")]
     r.reject_unknown()
     return m
 
@@ -381,6 +383,7 @@ def dump_manifest(m: Manifest) -> str:
     if m.supersede.label:
         doc["supersede"] = {"label": m.supersede.label}
     doc.update({"ci": {"open_limit": m.ci.open_limit}} if m.ci.open_limit else {})
+    doc.update({"linearized": [vars(x).copy() for x in m.linearized]} if m.linearized else {})
     text = tomli_w.dumps(doc)
     if not (m.test.suites or m.test.hooks):  # say how to fill it in, on every rewrite
         text = text.replace("\n[test]\n", "\n" + TEST_PLAN_HELP + "[test]\n", 1)

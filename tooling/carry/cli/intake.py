@@ -65,6 +65,8 @@ def check(
                       "author's email (a policy exception does not excuse it).")] = False,
     series_dir: SeriesDir = None,
     json: Json = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="List every patch with its author, date and trailers.")] = False,
 ) -> None:
     """Audit authors, dates and trailers against the policy.
 
@@ -79,7 +81,7 @@ def check(
 
     report = checkmod.run(series.find(_root(series_dir), name),
                           Repo.open(against_repo) if against_repo else None, dco=dco)
-    views.show_check(report, json)
+    views.show_check(report, json, verbose)
     raise typer.Exit(report.exit_code)
 
 

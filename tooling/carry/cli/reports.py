@@ -16,7 +16,9 @@ from carry.cli.views import _or_json, _short
 
 
 def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
-                series_root: str = "") -> None:
+                series_root: str = "", verbose: bool = True) -> None:
+    """The rebase's results: the full forecast with `verbose` (-v), else `digest`'s terse
+    view of what changed and what to do next."""
     from carry.rebase.command import Aborted
     from carry.replay.engine import TargetResult
 
@@ -30,6 +32,10 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
     rows: list[TargetResult] = [r for r in results if isinstance(r, TargetResult)]
     if not rows:
         return None
+    if not verbose:
+        from carry.cli import digest
+
+        return digest.show(rows, repo, series_root)
     from carry.rebase.resume import stopped as stopped_in
 
     stopped = stopped_in(repo) if repo is not None else []

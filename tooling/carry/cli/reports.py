@@ -122,9 +122,24 @@ def show_range_diff(r: Any) -> None:
 
     if not r.output:
         render.say(f"{r.series}: {r.old.label} and {r.new.label} both have no patches")
-    sys.stdout.write(r.output)
+    sys.stdout.write("".join(_fit_pair(line) for line in r.output.splitlines(keepends=True)))
     for line in r.resolutions:
         render.say(f"resolutions: {line}")
+
+
+_PAIR = r"^ *(\d+|-+): +([0-9a-f]+|-+) [=!<>] +(\d+|-+): +([0-9a-f]+|-+) "
+
+
+def _fit_pair(line: str) -> str:
+    """git range-diff's pair line (`1:  abc1234 ! 1:  def5678 subject`) with its subject cut
+    to the terminal's width; the hashes come first and stay whole. Inner diff lines and
+    coloured output are left as git wrote them."""
+    import re
+
+    body = line.rstrip("\n")
+    if "\x1b" in body or len(body) <= render.width() or not re.match(_PAIR, body):
+        return line
+    return render.fit(body) + line[len(body):]
 
 
 def show_validate(r: Report, as_json: bool) -> None:

@@ -39,12 +39,17 @@ def _short(sha: str) -> str:
     return sha[:12] if sha else "-"
 
 
-@_or_json
-def show_import(r: ImportResult) -> None:
+def show_import(r: ImportResult, as_json: bool, verbose: bool = True) -> None:
+    """What was imported; by default the first and last patch files (-v lists each)."""
+    if as_json:
+        return render.emit_json(r)
     state = f"v{r.version}" if r.changed else f"unchanged at v{r.version}"
-    render.say(f"{r.series}: {len(r.patches)} patches from {r.source} "
-               f"(base {_short(r.base)}) -> {state}")
-    for p in r.patches:
+    _lines(f"{r.series}: {len(r.patches)} patches from {r.source} (base {_short(r.base)}) -> "
+           f"{state}", "")
+    shown = r.patches if verbose or len(r.patches) <= 3 else [r.patches[0], r.patches[-1]]
+    for i, p in enumerate(shown):
+        if i == 1 and len(shown) < len(r.patches):
+            render.say(f"  \u2026 ({len(r.patches) - 2} more; -v lists each)")
         render.say(f"  {p}")
     if r.linearized:
         _show_linearized(r.linearized)
@@ -52,23 +57,24 @@ def show_import(r: ImportResult) -> None:
         render.say(f"commit it: {r.commit}")
     if r.note:
         render.warn(r.note)
+    return None
 
 
 def _show_linearized(lin: LinearReport) -> None:
     """One line per merge of upstream, per part a patch took from it, per dropped commit."""
     for m in lin.merges:
-        render.say(f"  linearised merge {_short(m.merge)} of upstream {_short(m.upstream)} "
-                   f"({m.subject})")
+        render.say(render.fit(f"  linearised merge {_short(m.merge)} of upstream "
+                              f"{_short(m.upstream)} ({m.subject})"))
         for a in (a for a in lin.absorbed if a.merge == m.merge):
             paths = ", ".join(a.paths)
             what = {"tree": f"took its tree, absorbing {paths}",
                     "resolution": f"took its resolution of {paths}",
                     "deferred": f"took over {a.source}'s change to {paths}, which could not be "
                                 "carried across it cleanly"}[a.part]
-            render.say(f"    {a.patch} {what}")
+            _lines(f"{a.patch} {what}", "    ")
     for d in lin.dropped:
-        render.say(f"  dropped {_short(d.commit)} ({d.subject}) at merge {_short(d.merge)}: "
-                   f"{d.why}")
+        _lines(f"dropped {_short(d.commit)} ({d.subject}) at merge {_short(d.merge)}: {d.why}",
+               "  ")
 
 
 def show_check(r: CheckReport, as_json: bool, verbose: bool = True) -> None:

@@ -145,9 +145,8 @@ def _conflict(r: Any) -> None:
         render.say("    paths:")
         for path in c.paths:
             render.say(f"      {path}")
-    for h in c.squash_hints:
-        for line in render.wrap(f"hint: {h}", "    "):
-            render.say(line)
+    for h in c.squash_hints:  # whole: it holds the TOML to copy into series.toml
+        render.say(f"    hint: {h}")
 
 
 def _next(r: Any, repo: Any, series_root: str, several: bool) -> None:

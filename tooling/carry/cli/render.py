@@ -95,13 +95,18 @@ def fit(text: str, cols: int = 0) -> str:
 
 
 def wrap(text: str, indent: str = "  ", cols: int = 0) -> list[str]:
-    """Prose folded at spaces to the terminal's width; a word longer than the line (a path)
-    stays whole."""
+    """Prose folded at spaces to the terminal's width; a word longer than the line (a path),
+    a `quoted` span and a `carry ...`/`git ...` command up to the next , ; ( or ) stay whole,
+    so what the user copies is never split."""
+    import re
     import textwrap
 
-    return textwrap.wrap(text, cols or width(), initial_indent=indent,
-                         subsequent_indent=indent + "  ", break_long_words=False,
-                         break_on_hyphens=False) or [indent]
+    keep = re.sub(r"`[^`]*`|\b(?:carry|git) [^;,()`]*[^;,()` ]",
+                  lambda m: m.group(0).replace(" ", "\u00a0"), text)
+    lines = textwrap.wrap(keep, cols or width(), initial_indent=indent,
+                          subsequent_indent=indent + "  ", break_long_words=False,
+                          break_on_hyphens=False) or [indent]
+    return [line.replace("\u00a0", " ") for line in lines]
 
 
 def progress(label: str) -> Callable[[int, int, str], None] | None:

@@ -154,7 +154,8 @@ def show_validate(r: Report, as_json: bool) -> None:
     for s in r.steps:
         mark = "ok" if s.ok else s.status.upper()
         why = f": {s.note}" if s.note and not s.ok else ""
-        render.say(f"  [{mark}] {s.name}{why} ({s.seconds:.1f}s)  {s.command}")
+        took = "" if r.cached else f" ({s.seconds:.1f}s)"  # a cache hit ran nothing now
+        render.say(f"  [{mark}] {s.name}{why}{took}  {s.command}")
         if s.note and s.ok:
             render.say(f"       {s.note}")
         if s.kind == "pytest" and r.tests:

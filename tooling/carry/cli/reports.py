@@ -27,8 +27,9 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
     for a in results:
         if not isinstance(a, Aborted):
             continue
-        back = f"; {a.branch} put back" if a.restored else ""
-        render.say(f"{a.series}: aborted the rebase onto {a.target}{back}")
+        back = f"; {a.branch.removeprefix('refs/heads/')} put back" if a.restored else ""
+        for line in render.wrap(f"{a.series}: aborted the rebase onto {a.target}{back}", ""):
+            render.say(line)
     rows: list[TargetResult] = [r for r in results if isinstance(r, TargetResult)]
     if not rows:
         return None

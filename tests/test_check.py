@@ -204,12 +204,20 @@ def test_check_cli_json_and_text(demo: seriesmod.Series, upstream: CommitBuilder
     assert data["patches"][2]["findings"] == [{"kind": "exception", "message": (
         "no Signed-off-by: published without trailers; left unamended to preserve "
         "published history")}]
-    r = run_carry("check", "demo", "--series-dir", str(demo.root.parent))
+    r = run_carry("check", "demo", "--series-dir", str(demo.root.parent), "-v")
     assert r.code == 0, r.err
     assert "author Toby Mao <toby@example.com>  date 2026-09-21 07:13 -0700" in r.out
     assert data["patches"][0]["date"] == "1790000000 -0700"  # raw in JSON
     assert "Assisted-by: OpenAI Codex" in r.out
     assert "exception: no Signed-off-by: published without trailers" in r.out
+    brief = run_carry("check", "demo", "--series-dir", str(demo.root.parent))
+    assert brief.code == 0, brief.err  # by default: the count, and only the patch with a finding
+    assert "  4 patches: 4 ok, 0 FAIL; each patch's author, date and trailers with -v" in brief.out
+    [shown] = [ln for ln in brief.out.splitlines() if ln.startswith("[")]
+    assert shown.startswith(f"[ok] {data['patches'][2]['file']}  Preserve sparse")
+    assert shown.endswith("\u2026") and len(shown) == 80  # the subject cut to the width
+    assert "exception: no Signed-off-by: published without trailers" in brief.out
+    assert "author Toby Mao" not in brief.out and "  Assisted-by: OpenAI" not in brief.out
 
 
 def test_flagship_reports_the_policy_and_six_expected_patches(tmp_path: Path) -> None:

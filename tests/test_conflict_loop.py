@@ -111,9 +111,13 @@ def test_a_stop_makes_no_worktree_and_continue_makes_it(loop: dict[str, Any]) ->
     up: CommitBuilder = loop["up"]
     text = run_carry(*loop["args"], "--onto", "main", "--branch", "text")
     assert text.code == 1 and "CONFLICT in 0002-P2-h1.patch" in text.out, text.err
-    assert "0004-P4-h1-again.patch would-conflict too" in text.out
-    hint = next(line for line in text.out.splitlines() if "to resolve it:" in line)
-    assert " --resolve " in hint and hint.endswith("(or --skip, --abort)")
+    lines = text.out.splitlines()
+    assert "  0004 would conflict too: builds on 0002, which conflicts" in lines, text.out
+    hint = lines.index("  (it checks the conflict out in its worktree; resolve there, then "
+                       "--continue)")
+    assert lines[hint - 1].startswith("  next: carry rebase --repo ")
+    assert lines[hint - 1].endswith(" --resolve --series-dir " + str(loop["root"]))
+    assert lines[hint + 1] == "  or --skip to leave 0002 out, --abort to undo the rebase"
     assert not loop["wt"].exists() and _state(loop)["ready"] is False
     assert run_carry(*loop["args"], "--abort").code == 0
     res = run_carry(*loop["args"], "--onto", "main", "--json")

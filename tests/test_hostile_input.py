@@ -377,7 +377,7 @@ def test_an_author_date_beyond_the_calendar_is_shown_as_it_is(upstream: CommitBu
     author = base64.b64encode(b"A U Thor <author@example.com> 99999999999999999999 +0000")
     patch.write_bytes(patch.read_bytes().replace(b"\n\n", b"\nX-Carry-Author: " + author
                                                  + b"\n\n", 1))
-    r = run_carry("check", "demo", env=env)
+    r = run_carry("check", "demo", "-v", env=env)  # each patch's date: -v
     assert "internal error" not in r.err and r.code in (0, 1), r.err
     assert "date 99999999999999999999 +0000" in r.out
 

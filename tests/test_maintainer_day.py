@@ -60,7 +60,9 @@ def test_check_dco_names_the_series_in_the_command_to_run(upstream: CommitBuilde
                      str(upstream.path), env=env).code == 0
     r = run_carry("check", "my-fix", "--dco", env=env)
     assert r.code == 1
-    assert "each author signs their own: carry trailers my-fix --signoff" in r.out
+    assert "each author signs their own: carry trailers my-fix --signoff" in " ".join(r.out.split())
+    assert any("carry trailers my-fix --signoff" in ln  # folded, but never inside the command
+               for ln in r.out.splitlines())
 
 
 def test_edit_of_a_series_based_on_a_bare_commit_names_its_worktree_base_short(

@@ -144,11 +144,21 @@ def test_several_targets_in_parallel_table_and_json(upstream: CommitBuilder,
         assert {"file", "subject", "author", "status", "reason", "commit"} <= set(d["patches"][0])
         assert git(upstream.path, "rev-parse", d["branch"]) == d["head"]
     assert data[1]["onto"] == upstream.rev("v0.10.0")
-    table = run_carry("rebase", "demo", "--repo", str(upstream.path), "--series-dir",
-                      str(series_root), "--target", "upstream-main", "--onto", "v0.9.0")
+    args = ("rebase", "demo", "--repo", str(upstream.path), "--series-dir", str(series_root),
+            "--target", "upstream-main", "--onto", "v0.9.0")
+    table = run_carry(*args, "-v")
     assert table.code == 0, table.err
     for word in ("target", "clean", "conflicts", "drops", "head", "upstream-main", "v0.9.0"):
         assert word in table.out
+    brief = run_carry(*args[:6])  # every target: one summary line each, no table
+    assert brief.code == 0, brief.err
+    lines = brief.out.splitlines()
+    for d in data:
+        n = sum(p["status"] == "applied" for p in d["patches"])
+        assert sum(ln.startswith(f"{d['target']}: {n} applied") for ln in lines) == 1, lines
+        assert f"  {d['branch'].removeprefix('refs/heads/')} is up to date at " \
+               f"{d['head'][:12]}" in lines
+    assert "clean" not in brief.out and "would-conflict" not in brief.out
 
 
 def test_refusals_are_one_line_and_exit_2(upstream: CommitBuilder, make_series: MakeSeries,
@@ -327,7 +337,8 @@ def test_a_rebase_that_changes_nothing_keeps_the_branch_and_its_reflog(
     reflog = git(upstream.path, "reflog", "show", branch)
     again = run_carry(*args, env={"GIT_COMMITTER_DATE": "@1900000000 +0000"})
     assert again.code == 0, again.err
-    assert f"{branch} is up to date at {done['head'][:12]}" in again.out
+    short = branch.removeprefix("refs/heads/")
+    assert f"  {short} is up to date at {done['head'][:12]}" in again.out.splitlines()
     assert upstream.rev(branch) == done["head"]
     assert git(upstream.path, "reflog", "show", branch) == reflog
     # the same trees under another message are not the replay: the branch is rewritten

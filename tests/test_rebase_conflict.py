@@ -187,15 +187,23 @@ def test_a_conflict_forecasts_the_later_patches_that_conflict_too(
     [d] = json.loads(dry.out)
     assert [p["status"] for p in d["patches"]] == ["applied", "conflict", "would-conflict"]
     assert d["patches"][2]["forecast"] == ["src/core.py"] and d["patches"][1]["forecast"] == []
-    table = run_carry(*stopped["args"], "--onto", "main")
+    table = run_carry(*stopped["args"], "--onto", "main", "--dry-run", "-v")
     assert table.code == 1
     assert "CONFLICT in 0002-Two-h10.patch" in table.out
     assert "0003-Three.patch would-conflict too, in src/core.py (by Toby Mao)" in table.out
+    brief = run_carry(*stopped["args"], "--onto", "main")  # the summary and one line each
+    assert brief.code == 1
+    lines = brief.out.splitlines()
+    assert "main: 1 applied, stopped at 0002 (1 more would conflict)" in lines
+    assert "  CONFLICT in 0002-Two-h10.patch" in lines
+    cause = up.rev("HEAD")[:12]
+    assert f"  0003 would conflict since upstream {cause} 'Upstream f'" in lines
     state = json.loads((up.path / ".git/carry/rebase/demo/main.json").read_text())
     assert state["patches"][2]["status"] == "would-conflict"
     res = run_carry(*stopped["args"], "--skip")
     assert res.code == 1 and "CONFLICT in 0003-Three.patch" in res.out
-    assert "would-conflict too" not in res.out
+    assert "would conflict" not in res.out and "main: 1 applied, 1 skipped, stopped at 0003" \
+        in res.out.splitlines()
 
 
 def test_state_of_another_version_is_refused(stopped: dict[str, Any]) -> None:

@@ -68,10 +68,11 @@ def test_resolve_once_then_another_target_a_rerun_and_the_next_release(
         stopped: dict[str, Any]) -> None:
     up: CommitBuilder = stopped["up"]
     res = resolve_once(stopped)
-    line = [ln for ln in res.out.splitlines() if "recorded the resolution" in ln]
-    assert len(line) == 1, res.out
-    assert "0002-Two-h10.patch" in line[0] and "as v2" in line[0]
-    assert "--refresh" in line[0] and "keeps the resolved patch itself" in line[0]
+    lines = res.out.splitlines()
+    [at] = [i for i, ln in enumerate(lines) if "recorded the resolution" in ln]
+    assert "0002-Two-h10.patch" in lines[at] and "as v2" in lines[at]
+    keep = lines.index("  to keep the resolved patch itself in the series:")
+    assert lines[keep + 1] == "    carry rebase demo --onto main --refresh", res.out
     s = seriesmod.find(stopped["root"], "demo")
     assert s.manifest.version == 2
     [rfile] = sorted((s.root / "resolutions").iterdir())
@@ -86,8 +87,9 @@ def test_resolve_once_then_another_target_a_rerun_and_the_next_release(
     # the same conflict on another target at the same upstream commit: no stop
     other = carry(stopped, "rebase", "demo", "--onto", "rel")
     assert other.code == 0, other.out + other.err
-    assert ("rel: 0002-Two-h10.patch applied: conflict resolved by the resolution recorded "
-            "on v2") in other.out
+    lines = other.out.splitlines()
+    assert lines[1:3] == ["rel: 3 applied", "  0002 applied: conflict resolved by the resolution "
+                          "recorded on v2"], other.out
     assert git(up.path, "show", "carry/demo/rel:src/util.py") == util(
         h1=11, h10=1001).strip()
     # a rerun onto main, in JSON
@@ -104,8 +106,8 @@ def test_resolve_once_then_another_target_a_rerun_and_the_next_release(
     up.tag("rel2")
     nxt = carry(stopped, "rebase", "demo", "--onto", "rel2")
     assert nxt.code == 0, nxt.out + nxt.err
-    assert "0002-Two-h10.patch applied: conflict resolved by the resolution recorded on v2" \
-        in nxt.out
+    assert "  0002 applied: conflict resolved by the resolution recorded on v2" \
+        in nxt.out.splitlines()
     assert git(up.path, "show", "carry/demo/rel2:src/util.py") == util(
         h1=11, h9=90, h10=1001, h11=110).strip()
 
@@ -151,9 +153,13 @@ def test_refresh_keeps_the_resolutions_and_status_prunes_what_no_longer_matches(
     # the refreshed 0002 carries the resolution: the recorded conflict cannot happen again
     text = carry(stopped, "status", "demo")
     assert text.code == 0, text.err
-    assert f"resolution resolutions/{name} (0002, src/util.py, recorded on v2)" in text.out
-    assert "NO LONGER MATCHES: patch 0002 no longer holds the lines" in text.out
-    assert f"carry status demo --repo {up.path} --prune" in text.out
+    at = text.out.splitlines().index(f"  resolution resolutions/{name}")  # too long for one
+    assert text.out.splitlines()[at + 1] == "    (0002, recorded on v2) for: src/util.py"
+    verbose = carry(stopped, "status", "demo", "-v")
+    assert f"resolution resolutions/{name} (0002, src/util.py, recorded on v2)" in verbose.out
+    assert "NO LONGER MATCHES: patch 0002 no longer holds the lines" in \
+        " ".join(text.out.split())  # wrapped to the terminal's width
+    assert f"    carry status demo --repo {up.path} --prune" in text.out.splitlines()
     pruned = carry(stopped, "status", "demo", "--prune", "--json")
     assert pruned.code == 0, pruned.err
     [p] = json.loads(pruned.out)["series"]
@@ -248,8 +254,8 @@ def test_a_resolution_that_changes_more_than_the_hunks_is_not_recorded(
     (worktree(stopped) / "README").write_text("upstream, and a note\n")
     res = carry(stopped, "rebase", "--continue")
     assert res.code == 0, res.err
-    assert ("main: the resolution of 0002-Two-h10.patch was not recorded: the resolution also "
-            "changes README, which did not conflict") in res.out
+    assert ("the resolution of 0002-Two-h10.patch was not recorded: the resolution also "
+            "changes README, which did not conflict") in " ".join(res.out.split())  # wrapped
     s = seriesmod.find(stopped["root"], "demo")
     assert s.manifest.version == 1 and not (s.root / "resolutions").exists()
 
@@ -387,7 +393,7 @@ def test_a_hostile_resolution_file_is_one_clean_line(stopped: dict[str, Any], ki
     assert git(up.path, "for-each-ref") == refs
     status = carry(stopped, "status", "demo")
     assert status.code == 0 and "Traceback" not in status.err
-    assert words in status.out
+    assert words in " ".join(status.out.split())  # wrapped to the terminal's width
 
 
 def test_a_hunk_is_known_by_its_sides_in_any_order_and_its_base() -> None:

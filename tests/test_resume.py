@@ -30,9 +30,10 @@ def test_continue_without_a_name_when_one_rebase_is_stopped(
     assert stop.code == 1
     state = json.loads((upstream.path / ".git/carry/rebase/demo/main.json").read_text())
     wt = Path(state["worktree"])
-    hint = next(ln for ln in stop.out.splitlines() if "resolve in" in ln)
-    assert str(wt) in hint and "REPO" not in hint
-    assert f"carry rebase --repo {upstream.path} --continue --series-dir {series_root}" in hint
+    lines = stop.out.splitlines()
+    at = lines.index(f"  resolve in {wt}")
+    assert lines[at + 1] == \
+        f"  then: carry rebase --repo {upstream.path} --continue --series-dir {series_root}"
     (wt / "src" / "util.py").write_text(util(h10=1000))
     # from the conflict worktree itself, with neither NAME, --repo nor --series-dir
     res = run_carry("rebase", "--continue", "--json", cwd=wt)

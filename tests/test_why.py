@@ -93,16 +93,20 @@ def test_the_stop_names_the_upstream_commit_and_the_patch_a_conflict_builds_on(
     assert [w["file"] for w in r["why"]] == [one, four, three]
     assert [w["status"] for w in r["why"]] == ["conflict", "would-conflict", "would-conflict"]
 
+    verbose = fifty.carry("rebase", "demo", "--onto", "main", "--dry-run", "-v")
     res = fifty.carry("rebase", "demo", "--onto", "main")
     assert res.code == 1, res.err
     lines = res.out.splitlines()
-    want = [f"main: 0001 conflicts since upstream {fifty.causes['0001'][:12]} "
+    want = [f"why: 0001 conflicts since upstream {fifty.causes['0001'][:12]} "
             "'Retune h3 (#1020)'",
-            f"main: 0004 would conflict since upstream {fifty.causes['0004'][:12]} "
+            f"0004 would conflict since upstream {fifty.causes['0004'][:12]} "
             "'Rework h15 (#1035)'",
-            "main: 0003 builds on 0001, which conflicts"]
+            "0003 would conflict too: builds on 0001, which conflicts"]
     at = [next(i for i, line in enumerate(lines) if line.strip() == w) for w in want]
     assert at == sorted(at)  # root conflicts first, then the one that builds on a root
+    full = [ln.strip() for ln in verbose.out.splitlines()]
+    want = ["main: " + w.removeprefix("why: ").replace("would conflict too: ", "") for w in want]
+    assert [full.index(w) for w in want] == sorted(full.index(w) for w in want)  # as before
 
 
 def test_after_skip_the_dependent_patch_names_the_skipped_one_and_status_shows_why(
@@ -111,10 +115,10 @@ def test_after_skip_the_dependent_patch_names_the_skipped_one_and_status_shows_w
     res = fifty.carry("rebase", "--skip")
     assert res.code == 1, res.err
     assert "CONFLICT in 0003-" in res.out
-    root = res.out.index(f"main: 0004 would conflict since upstream "
+    root = res.out.index(f"  0004 would conflict since upstream "
                          f"{fifty.causes['0004'][:12]} 'Rework h15 (#1035)'")
-    dep = res.out.index("main: 0003 builds on 0001, which was skipped")
-    assert root < dep
+    dep = res.out.index("  why: 0003 builds on 0001, which was skipped")
+    assert dep < root  # the stop and its why first, then what lies beyond it
 
     status = fifty.carry("status", "demo")
     assert status.code == 0, status.err
@@ -134,7 +138,7 @@ def test_after_skip_the_dependent_patch_names_the_skipped_one_and_status_shows_w
     git(wt, "add", "src/util.py")
     res = fifty.carry("rebase", "--continue")
     assert res.code == 1 and "CONFLICT in 0004-" in res.out, res.out + res.err
-    assert f"main: 0004 conflicts since upstream {fifty.causes['0004'][:12]}" in res.out
+    assert f"  why: 0004 conflicts since upstream {fifty.causes['0004'][:12]}" in res.out
     state = json.loads((fifty.up.path / ".git/carry/rebase/demo/main.json").read_text())
     three = state["patches"][2]
     assert three["status"] == "applied" and three["builds_on"] == "0001-Tune-h3.patch"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -182,6 +183,9 @@ def test_an_unchanged_input_is_answered_from_the_cache(calc: Calc) -> None:
     # found from the series' content and the onto commit: no replay wrote a single commit
     assert git(calc.up.path, "count-objects") == objects
     assert "[cached]" in again.out and "nothing ran" in again.out
+    steps = [ln for ln in again.out.splitlines() if ln.startswith("  [ok] ")]
+    assert steps and not any(re.search(r"\(\d+\.\ds\)", ln) for ln in steps)  # no durations
+    assert any(re.search(r"\(\d+\.\ds\)", ln) for ln in first.out.splitlines())
     assert "9 tests passed and 1 skipped across the three suites" in again.out
     # --commit on the fork branch is the same tree, plan and interpreter: the same entry
     code, by_commit = calc.report("fix", "--commit", "fork/fix")

@@ -34,6 +34,8 @@ def import_(
     force: Annotated[bool, typer.Option(help="Import even patches that go back to an older version.")] = False,  # noqa: E501
     series_dir: SeriesDir = None,
     json: Json = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="List every patch file written.")] = False,
 ) -> None:
     """Write a range, branch or PR head as patch files.
 
@@ -52,7 +54,7 @@ def import_(
     root = _root(series_dir)
     result = importer.run(root, name, _repo(repo, root, name), range_, branch, pr, base, title,
                           force=force)
-    views.show_import(result, json)
+    views.show_import(result, json, verbose)
 
 
 @app.command()
@@ -65,6 +67,8 @@ def check(
                       "author's email (a policy exception does not excuse it).")] = False,
     series_dir: SeriesDir = None,
     json: Json = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="List every patch with its author, date and trailers.")] = False,
 ) -> None:
     """Audit authors, dates and trailers against the policy.
 
@@ -79,7 +83,7 @@ def check(
 
     report = checkmod.run(series.find(_root(series_dir), name),
                           Repo.open(against_repo) if against_repo else None, dco=dco)
-    views.show_check(report, json)
+    views.show_check(report, json, verbose)
     raise typer.Exit(report.exit_code)
 
 

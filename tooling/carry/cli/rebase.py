@@ -59,6 +59,9 @@ def rebase(
                                      "show does.")] = False,
     series_dir: SeriesDir = None,
     json: Json = False,
+    verbose: Annotated[bool, Flag(
+        "--verbose", "-v", help="Show the whole forecast: every target's table, each "
+                                "patch's outcome and why.")] = False,
 ) -> None:
     """Replay the series onto its targets, dropping merged patches.
 
@@ -96,7 +99,7 @@ def rebase(
     if act in (action.Action.SHOW, action.Action.QUIT):
         stops.show_stop(list(outcome), json)
     else:
-        reports.show_rebase(list(outcome), json, at.repo, str(at.root))
+        reports.show_rebase(list(outcome), json, at.repo, str(at.root), verbose)
     raise typer.Exit(action.exit_code(outcome))
 
 

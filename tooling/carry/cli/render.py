@@ -111,6 +111,35 @@ def say(text: str) -> None:
     sys.stdout.write(text.translate(_CONTROL) + "\n")
 
 
+def width() -> int:
+    """The terminal's columns (COLUMNS first, as shutil reads it); 80 when there is none."""
+    import shutil
+
+    return max(40, shutil.get_terminal_size((80, 24)).columns)
+
+
+def fit(text: str, cols: int = 0) -> str:
+    """`text` cut to the terminal's width with an ellipsis: for subjects and reasons, never for
+    a hash, path or command the user copies (those go on a line of their own)."""
+    cols = cols or width()
+    return text if len(text) <= cols else text[: cols - 1].rstrip() + "\u2026"
+
+
+def wrap(text: str, indent: str = "  ", cols: int = 0) -> list[str]:
+    """Prose folded at spaces to the terminal's width; a word longer than the line (a path),
+    a `quoted` span and a `carry ...`/`git ...` command up to the next , ; ( or ) stay whole,
+    so what the user copies is never split."""
+    import re
+    import textwrap
+
+    keep = re.sub(r"`[^`]*`|\b(?:carry|git) [^;,()`]*[^;,()` ]",
+                  lambda m: m.group(0).replace(" ", "\u00a0"), text)
+    lines = textwrap.wrap(keep, cols or width(), initial_indent=indent,
+                          subsequent_indent=indent + "  ", break_long_words=False,
+                          break_on_hyphens=False) or [indent]
+    return [line.replace("\u00a0", " ") for line in lines]
+
+
 def progress(label: str) -> Callable[[int, int, str], None] | None:
     """A one-line counter on stderr when it is a terminal; silent for pipes and CI logs."""
     if not sys.stderr.isatty():

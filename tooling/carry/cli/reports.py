@@ -16,7 +16,9 @@ from carry.cli.views import _or_json, _short
 
 
 def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
-                series_root: str = "") -> None:
+                series_root: str = "", verbose: bool = True) -> None:
+    """The rebase's results: the full forecast with `verbose` (-v), else `digest`'s terse
+    view of what changed and what to do next."""
     from carry.rebase.command import Aborted
     from carry.replay.engine import TargetResult
 
@@ -25,11 +27,16 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
     for a in results:
         if not isinstance(a, Aborted):
             continue
-        back = f"; {a.branch} put back" if a.restored else ""
-        render.say(f"{a.series}: aborted the rebase onto {a.target}{back}")
+        back = f"; {a.branch.removeprefix('refs/heads/')} put back" if a.restored else ""
+        for line in render.wrap(f"{a.series}: aborted the rebase onto {a.target}{back}", ""):
+            render.say(line)
     rows: list[TargetResult] = [r for r in results if isinstance(r, TargetResult)]
     if not rows:
         return None
+    if not verbose:
+        from carry.cli import digest
+
+        return digest.show(rows, repo, series_root)
     from carry.rebase.resume import stopped as stopped_in
 
     stopped = stopped_in(repo) if repo is not None else []
@@ -117,9 +124,24 @@ def show_range_diff(r: Any) -> None:
 
     if not r.output:
         render.say(f"{r.series}: {r.old.label} and {r.new.label} both have no patches")
-    sys.stdout.write(r.output)
+    sys.stdout.write("".join(_fit_pair(line) for line in r.output.splitlines(keepends=True)))
     for line in r.resolutions:
         render.say(f"resolutions: {line}")
+
+
+_PAIR = r"^ *(\d+|-+): +([0-9a-f]+|-+) [=!<>] +(\d+|-+): +([0-9a-f]+|-+) "
+
+
+def _fit_pair(line: str) -> str:
+    """git range-diff's pair line (`1:  abc1234 ! 1:  def5678 subject`) with its subject cut
+    to the terminal's width; the hashes come first and stay whole. Inner diff lines and
+    coloured output are left as git wrote them."""
+    import re
+
+    body = line.rstrip("\n")
+    if "\x1b" in body or len(body) <= render.width() or not re.match(_PAIR, body):
+        return line
+    return render.fit(body) + line[len(body):]
 
 
 def show_validate(r: Report, as_json: bool) -> None:
@@ -134,7 +156,7 @@ def show_validate(r: Report, as_json: bool) -> None:
     for s in r.steps:
         mark = "ok" if s.ok else s.status.upper()
         why = f": {s.note}" if s.note and not s.ok else ""
-        took = "" if r.cached else f" ({s.seconds:.1f}s)"  # a cached run took no time now
+        took = "" if r.cached else f" ({s.seconds:.1f}s)"  # a cache hit ran nothing now
         render.say(f"  [{mark}] {s.name}{why}{took}  {s.command}")
         if s.note and s.ok:
             render.say(f"       {s.note}")

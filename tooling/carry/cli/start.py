@@ -61,6 +61,9 @@ def status(
         "those carry wrote last.")] = False,
     series_dir: SeriesDir = None,
     json: Json = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="List every recorded resolution, and each branch whole.")
+    ] = False,
 ) -> None:
     """Stopped rebases, branches, validation and resolutions.
 
@@ -93,4 +96,4 @@ def status(
         if not chosen:
             raise CarryError(f"no series in {root}", hint=series.where_hint(root))
         where = repo_path(repo, root, [name] if name else [], needed=False)
-        views.show_status(statusmod.run(chosen, where, prune), json)
+        views.show_status(statusmod.run(chosen, where, prune), json, verbose)

@@ -24,10 +24,11 @@ def show_stop(results: list[Any], as_json: bool) -> None:
         short = r.branch.removeprefix("refs/heads/")
         stays = f"{short} stays at {_short(r.branch_at)}" if r.branch_at else \
             f"{short} is not written"
-        render.say(f"{r.series}: quit the rebase onto {r.target}; {stays}; the patches "
-                   f"replayed so far are at {_short(r.head)} (`git branch NAME {r.head}` "
-                   "keeps them)" + (f"; removed the worktree {r.worktree}" if r.worktree
-                                    else ""))
+        render.say(f"{r.series}: quit the rebase onto {r.target}; {stays}")
+        render.say(f"  the patches replayed so far are at {_short(r.head)}; to keep them:")
+        render.say(f"    git branch NAME {r.head}")
+        if r.worktree:
+            render.say(f"  removed the worktree {r.worktree}")
     return None
 
 
@@ -35,12 +36,17 @@ def show_edit(stop: Any, as_json: bool, resume: str) -> None:
     """Where to amend, how, and the command that takes the amended patch."""
     if as_json:
         return render.emit_json({**vars(stop), "next": resume})
-    render.say(f"{stop.series}: stopped at {stop.patch} \"{stop.subject}\" (by {stop.author}) "
-               f"on {stop.target}, to edit it")
-    render.say(f"  worktree: {stop.worktree} (at {_short(stop.commit)})")
-    render.say("  amend it there: edit its files, `git commit --amend` for its message or a "
-               "trailer; it keeps its author, author date and number")
+    render.say(render.fit(f"{stop.series}: stopped on {stop.target} to edit {stop.patch[:4]}"))
+    render.say(f"  {stop.patch}")
+    by = f"\" by {stop.author}"
+    render.say(render.fit(f"  \"{stop.subject}", render.width() - len(by)) + by)
+    render.say(f"  worktree (at {_short(stop.commit)}): {stop.worktree}")
+    for line in render.wrap("amend it there: edit its files, `git commit --amend` for its "
+                            "message or a trailer; it keeps its author, author date and number"):
+        render.say(line)
     branch = stop.branch.removeprefix("refs/heads/")
-    render.say(f"  then: {resume} (or --abort): the later patches are replayed on it, and the "
-               f"series is written as its next version and to {branch}")
+    render.say(f"  then: {resume}")
+    for line in render.wrap(f"(or --abort): the later patches are replayed on it, and the "
+                            f"series is written as its next version and to {branch}"):
+        render.say(line)
     return None

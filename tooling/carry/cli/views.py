@@ -39,12 +39,17 @@ def _short(sha: str) -> str:
     return sha[:12] if sha else "-"
 
 
-@_or_json
-def show_import(r: ImportResult) -> None:
+def show_import(r: ImportResult, as_json: bool, verbose: bool = True) -> None:
+    """What was imported; by default the first and last patch files (-v lists each)."""
+    if as_json:
+        return render.emit_json(r)
     state = f"v{r.version}" if r.changed else f"unchanged at v{r.version}"
-    render.say(f"{r.series}: {len(r.patches)} patches from {r.source} "
-               f"(base {_short(r.base)}) -> {state}")
-    for p in r.patches:
+    _lines(f"{r.series}: {len(r.patches)} patches from {r.source} (base {_short(r.base)}) -> "
+           f"{state}", "")
+    shown = r.patches if verbose or len(r.patches) <= 3 else [r.patches[0], r.patches[-1]]
+    for i, p in enumerate(shown):
+        if i == 1 and len(shown) < len(r.patches):
+            render.say(f"  \u2026 ({len(r.patches) - 2} more; -v lists each)")
         render.say(f"  {p}")
     if r.linearized:
         _show_linearized(r.linearized)
@@ -52,51 +57,68 @@ def show_import(r: ImportResult) -> None:
         render.say(f"commit it: {r.commit}")
     if r.note:
         render.warn(r.note)
+    return None
 
 
 def _show_linearized(lin: LinearReport) -> None:
     """One line per merge of upstream, per part a patch took from it, per dropped commit."""
     for m in lin.merges:
-        render.say(f"  linearised merge {_short(m.merge)} of upstream {_short(m.upstream)} "
-                   f"({m.subject})")
+        render.say(render.fit(f"  linearised merge {_short(m.merge)} of upstream "
+                              f"{_short(m.upstream)} ({m.subject})"))
         for a in (a for a in lin.absorbed if a.merge == m.merge):
             paths = ", ".join(a.paths)
             what = {"tree": f"took its tree, absorbing {paths}",
                     "resolution": f"took its resolution of {paths}",
                     "deferred": f"took over {a.source}'s change to {paths}, which could not be "
                                 "carried across it cleanly"}[a.part]
-            render.say(f"    {a.patch} {what}")
+            _lines(f"{a.patch} {what}", "    ")
     said = {a.patch for a in lin.absorbed}
     for c in lin.changed:  # changed by the carrying alone: its diff is not the fork's
         if c.patch not in said:
-            render.say(f"    {c.patch} {c.why}")
+            _lines(f"{c.patch} {c.why}", "    ")
     for d in lin.dropped:
-        render.say(f"  dropped {_short(d.commit)} ({d.subject}) at merge {_short(d.merge)}: "
-                   f"{d.why}")
+        _lines(f"dropped {_short(d.commit)} ({d.subject}) at merge {_short(d.merge)}: {d.why}",
+               "  ")
     for sha in lin.passed:
-        render.say(f"  passed over merge {_short(sha)}: it merges an upstream an earlier merge "
-                   "already brought in, and changes nothing")
+        _lines(f"passed over merge {_short(sha)}: it merges an upstream an earlier merge "
+               "already brought in, and changes nothing", "  ")
 
 
-@_or_json
-def show_check(r: CheckReport) -> None:
+def show_check(r: CheckReport, as_json: bool, verbose: bool = True) -> None:
+    """Every patch's author, date and trailers with `verbose` (-v); by default only the patches
+    with a finding, each line within the terminal's width."""
+    if as_json:
+        return render.emit_json(r)
     render.say(f"{r.series} v{r.version}: {r.status}")
     pol = r.policy
-    render.say(f"  policy: required {', '.join(pol['required']) or 'nothing'}"  # type: ignore[arg-type]
-               f"; AI attribution via {pol['ai_attribution']}")
+    render.say(render.fit(f"  policy: required {', '.join(pol['required']) or 'nothing'}"  # type: ignore[arg-type]
+                          f"; AI attribution via {pol['ai_attribution']}"))
     for f in r.findings:
-        render.say(f"  {f.kind}: {f.message}")
+        _lines(f"{f.kind}: {f.message}", "  ")
     for e in r.expected:
         trail = ", ".join(e["trailers"]) or "no trailers"  # type: ignore[arg-type]
-        render.say(f"  expects patch {e['patch']}: {e['author']} ({trail})")
-    for p in r.patches:
+        render.say(render.fit(f"  expects patch {e['patch']}: {e['author']} ({trail})"))
+    shown = r.patches if verbose else [p for p in r.patches if p.findings]
+    if not verbose and r.patches:
+        bad = sum(1 for p in r.patches if not p.ok)
+        render.say(f"  {len(r.patches)} patches: {len(r.patches) - bad} ok, {bad} FAIL"
+                   + ("; each patch's author, date and trailers with -v" if r.patches else ""))
+    for p in shown:
         mark = "ok" if p.ok else "FAIL"
-        render.say(f"[{mark}] {p.file}  {p.subject}")
-        render.say(f"       author {p.author} <{p.email}>  date {render.human_date(p.date)}")
-        for t in p.trailers:
-            render.say(f"       {t['key']}: {t['value']}")
+        render.say(render.fit(f"[{mark}] {p.file}  {p.subject}") if not verbose else
+                   f"[{mark}] {p.file}  {p.subject}")
+        if verbose:
+            render.say(f"       author {p.author} <{p.email}>  date {render.human_date(p.date)}")
+            for t in p.trailers:
+                render.say(f"       {t['key']}: {t['value']}")
         for f in p.findings:
-            render.say(f"       {f.kind}: {f.message}")
+            _lines(f"{f.kind}: {f.message}", "       ")
+    return None
+
+
+def _lines(text: str, indent: str) -> None:
+    for line in render.wrap(text, indent):
+        render.say(line)
 
 
 @_or_json
@@ -191,62 +213,87 @@ def show_init(r: Any) -> None:
                "(BRANCH: the commits to carry)")
 
 
-@_or_json
-def show_status(r: Any) -> None:
+def show_status(r: Any, as_json: bool, verbose: bool = True) -> None:
+    """Each series' stops, branches, last validation and resolutions; by default a recorded
+    resolution that still matches is counted, not listed (-v lists each)."""
+    if as_json:
+        return render.emit_json(r)
     if not r.repo:
         render.warn("no --repo given: rebases and validations are recorded in the repository "
                     "they ran in; pass --repo PATH to see them")
     for s in r.series:
-        render.say(f"{s.series} v{s.version}: {s.patches} patches on {s.base or '(no base)'}; "
-                   f"targets {', '.join(s.targets) or 'none'}")
+        _lines(f"{s.series} v{s.version}: {s.patches} patches on {s.base or '(no base)'}; "
+               f"targets {', '.join(s.targets) or 'none'}", "")
         for st in s.stopped:
-            render.say(f"  STOPPED rebase onto {st.target} ({st.phase}) at {st.patch}")
+            render.say(render.fit(f"  STOPPED rebase onto {st.target} ({st.phase}) at {st.patch}"))
             if st.paths:
                 render.say(f"    paths: {', '.join(st.paths)}")
             for line in st.why:
-                render.say(f"    why: {line}")
+                render.say(render.fit(f"    why: {line}"))
             if st.worktree:
                 render.say(f"    worktree: {st.worktree}")
             render.say(f"    next: {st.next}")
         for b in s.branches:
-            render.say(f"  {b.branch} at {_short(b.head)} (tree {_short(b.tree)}, "
-                       f"{b.date.replace('T', ' ')}) {b.subject}")
+            _branch_line(b, verbose)
             if b.obsolete:
                 fate = ("pruned" if b.pruned else f"kept: {b.kept}" if b.kept else
                         f"`carry status {s.series} --prune` removes it")
-                render.say(f"    obsolete: {b.obsolete}; {fate}")
+                _lines(f"obsolete: {b.obsolete}; {fate}", "    ")
         if r.repo and not s.branches and not s.stopped:
             render.say("  no rebase result in this repository yet")
         v = s.validation
         if v is not None:
             which = (f"current: {', '.join(v.for_branches)}" if v.current
                      else "not for any current branch")
-            render.say(f"  last validation {v.status} on {v.onto_ref} at {v.started} "
-                       f"(tree {_short(v.head_tree)}, {which}): {v.summary}")
+            _lines(f"last validation {v.status} on {v.onto_ref} at {v.started} "
+                   f"(tree {_short(v.head_tree)}, {which}): {v.summary}", "  ")
         elif r.repo:
             render.say("  no validation in this repository yet")
-        _show_resolutions(s, r.repo)
+        _show_resolutions(s, r.repo, verbose)
+    return None
 
 
-def _show_resolutions(s: Any, repo: str) -> None:
-    """Each recorded resolution, whether a replay can still use it, and how to prune."""
+def _branch_line(b: Any, verbose: bool) -> None:
+    """`BRANCH at SHA (tree T, date) subject` when it fits; else the branch and its commit on
+    one line (to copy) and the rest, cut to the width, below."""
+    when = b.date.replace("T", " ")
+    line = f"  {b.branch} at {_short(b.head)} (tree {_short(b.tree)}, {when}) {b.subject}"
+    if verbose or len(line) <= render.width():
+        render.say(line)
+        return
+    render.say(f"  {b.branch} at {_short(b.head)}")
+    render.say(render.fit(f"    {when[:16]} {b.subject}"))
+
+
+def _show_resolutions(s: Any, repo: str, verbose: bool) -> None:
+    """Each recorded resolution that no longer matches (with -v, every one), and how to
+    prune."""
     if s.pruned:
-        render.say(f"  pruned {len(s.pruned)} recorded resolution(s) that no longer matched "
-                   f"(now v{s.pruned_version}): {', '.join(s.pruned)}")
-    for r in s.resolutions:
-        state = f": NO LONGER MATCHES: {r.unmatched}" if r.unmatched else ""
-        render.say(f"  resolution {r.file} ({r.patch}, {r.path}, recorded on v{r.version})"
-                   + state)
+        _lines(f"pruned {len(s.pruned)} recorded resolution(s) that no longer matched "
+               f"(now v{s.pruned_version}): {', '.join(s.pruned)}", "  ")
+    kept = [x for x in s.resolutions if not x.unmatched]
+    if kept and not verbose:
+        render.say(f"  {len(kept)} recorded resolution(s) still match (-v lists them)")
+    for x in s.resolutions if verbose else [x for x in s.resolutions if x.unmatched]:
+        line = f"  resolution {x.file} ({x.patch}, {x.path}, recorded on v{x.version})"
+        if not verbose and len(line) > render.width():
+            render.say(f"  resolution {x.file}")
+            render.say(f"    ({x.patch}, recorded on v{x.version}) for: {x.path}")
+        else:
+            render.say(line)
+        if x.unmatched:
+            _lines(f"NO LONGER MATCHES: {x.unmatched}", "    ")
     if s.resolutions_note:
-        render.say(f"  resolutions: {s.resolutions_note}")
-    stale = sum(1 for r in s.resolutions if r.unmatched)
+        _lines(f"resolutions: {s.resolutions_note}", "  ")
+    stale = sum(1 for x in s.resolutions if x.unmatched)
     if stale:
         import shlex
 
         cmd = shlex.join(["carry", "status", s.series, *(["--repo", repo] if repo else []),
                           "--prune"])
-        render.say(f"  {stale} recorded resolution(s) no longer match; `{cmd}` removes them "
-                   "(a new version)")
+        render.say(f"  {stale} recorded resolution(s) no longer match; to remove them (a new "
+                   "version):")
+        render.say(f"    {cmd}")
 
 
 def show_releases(rows: list[Any], as_json: bool) -> None:

@@ -80,13 +80,15 @@ class Repo(Refs, History, Index, Worktrees):
             self._commits.setdefault(sha, parse_commit(sha, body))
         return [sha for sha, _, _ in found]
 
-    def claim_branch(self, branch: str, force: bool = False) -> tuple[str, str | None]:
+    def claim_branch(self, branch: str, force: bool = False,
+                     writes: bool = True) -> tuple[str, str | None]:
         """Check, before any work, that carry may write `branch`; returns (ref, old value).
 
         One rule for every command: a tag or a ref outside refs/heads is never a branch; a
         branch checked out in a worktree never moves; an existing branch moves only with
         `force`, or when its reflog says carry itself wrote it last and it still holds that
-        commit (a carry/ branch in a repository that keeps no reflog is trusted)."""
+        commit (a carry/ branch in a repository that keeps no reflog is trusted). A dry run
+        (`writes` False) moves nothing, so a checked-out branch does not stop it."""
         ref = branch if branch.startswith("refs/") else f"refs/heads/{branch}"
         if not ref.startswith("refs/heads/") or not self.valid_branch(ref):
             raise CarryError(f"not a valid branch name: {branch!r}",
@@ -104,7 +106,7 @@ class Repo(Refs, History, Index, Worktrees):
             raise CarryError(f"branch {short!r} already exists; {short} is at {old[:12]}, not "
                              f"where carry last wrote it ({why}); carry will not overwrite it",
                              hint="pass --force to move it, or pick another --branch")
-        where = self.worktree_of(ref)
+        where = self.worktree_of(ref) if writes else None
         if where:
             raise CarryError(f"{short} is checked out in {where}; carry will not move it under "
                              "a worktree", hint="pass --branch with another name")

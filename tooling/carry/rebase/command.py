@@ -88,7 +88,7 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
             raise CarryError(f"a rebase of {series.name} onto {t.name} is already in progress "
                              f"in {repo.path}", hint="carry rebase --continue, --skip or --abort")
     branches = {t.slug: repo.claim_branch(opts.branch or f"carry/{series.name}/{t.slug}",
-                                          opts.force) for t in tlist}
+                                          opts.force, not opts.dry_run) for t in tlist}
     from carry.replay.chain import load_chain  # not on a resume's path
 
     base, carried = load_chain(series, repo)

@@ -1,0 +1,167 @@
+"""The default, terse view of a rebase (`reports.show_rebase` keeps the full forecast for -v):
+one summary line per target, then only the patches that did not simply apply, then what to do
+next, each line within the terminal's width. Subjects are cut with an ellipsis; a path or a
+command to copy is never cut and sits on a line of its own (after a short label)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from carry.cli import render
+from carry.cli.views import _short
+
+_COUNTED = (("applied", "applied"), ("dropped", "dropped"), ("skipped", "skipped"))
+
+
+def summary(r: Any) -> list[str]:
+    """`upstream-main: 14 applied, 2 dropped, stopped at 0005`, and what lies beyond the stop
+    (`1 more would conflict, 3 not reached`) on the same line when it fits, else below."""
+    parts = [f"{r.count(s)} {label}" for s, label in _COUNTED if r.count(s) or s == "applied"]
+    text = f"{r.target}: " + ", ".join(parts)
+    if r.status == "failed":
+        return [text + ", failed"]
+    if r.conflict is None and r.status != "conflict":
+        return [text]
+    stop = next((p.file[:4] for p in r.patches if p.status == "conflict"), "?")
+    text += f", stopped at {stop}"
+    more = [f"{n} more would conflict" if (n := r.count("would-conflict")) else "",
+            f"{n} not reached" if (n := r.count("pending")) else ""]
+    rest = ", ".join(m for m in more if m)
+    if not rest:
+        return [text]
+    if len(f"{text} ({rest})") <= render.width():
+        return [f"{text} ({rest})"]
+    return [text, f"  beyond it: {rest}"]
+
+
+def show(rows: list[Any], repo: Any, series_root: str) -> None:
+    from carry.rebase.resume import stopped as stopped_in
+
+    several = len(stopped_in(repo)) > 1 if repo is not None else False
+    dry = " (dry run: no ref written)" if rows[0].dry_run else ""
+    render.say(render.fit(f"rebase {rows[0].series}{dry}"))
+    for r in rows:
+        for line in summary(r):
+            render.say(render.fit(line))
+        _patches(r)
+        if r.message:
+            for line in render.wrap(r.message):
+                render.say(line)
+        _recorded(r, series_root)
+        if r.updated or r.status == "applied" and not r.dry_run and r.branch:
+            _branch(r)
+        if r.conflict:
+            _conflict(r)
+        _foreseen(r)
+        if r.conflict:
+            _next(r, repo, series_root, several)
+        if r.refreshed:
+            tag = f" (tag {r.refreshed['tag']})" if r.refreshed["tag"] else ""
+            render.say(render.fit(f"  {r.series} is now v{r.refreshed['version']}{tag}"))
+            _commit_it(r, series_root, r.refreshed["version"])
+
+
+def _branch(r: Any) -> None:
+    """Where the result went: the branch on one line, or its name alone above when long."""
+    short = r.branch.removeprefix("refs/heads/")
+    what = f"-> {_short(r.head)}" if r.updated else f"is up to date at {_short(r.head)}"
+    if len(f"  {short} {what}") <= render.width():
+        render.say(f"  {short} {what}")
+    else:
+        render.say(f"  {short}")
+        render.say(f"    {what}")
+
+
+def _patches(r: Any) -> None:
+    """Each patch whose outcome is news: dropped, skipped, resolved or edited."""
+    for p in r.patches:
+        if p.status in ("dropped", "skipped") or (p.reason and p.status != "conflict"):
+            render.say(render.fit(f"  {p.file[:4]} {p.status}: {p.reason}"))
+
+
+def _foreseen(r: Any) -> None:
+    """The patches foreseen to conflict once the stop is dealt with, root causes first, each
+    with its why."""
+    why = {w["file"]: w["text"] for w in r.why}
+    later = [p for p in r.patches if p.status == "would-conflict"]
+    order = [w["file"] for w in r.why]
+    for p in sorted(later, key=lambda p: order.index(p.file) if p.file in order else 0):
+        num = p.file[:4]
+        text = why.get(p.file) or f"{num} would conflict too, in {', '.join(p.forecast)}"
+        if not text.startswith(f"{num} would conflict"):
+            text = f"{num} would conflict too: {text.removeprefix(num).lstrip()}"
+        render.say(render.fit(f"  {text}"))
+
+
+def _recorded(r: Any, series_root: str) -> None:
+    """What `--continue` recorded, and the command that keeps the resolved patch itself."""
+    import shlex
+
+    rec = r.recorded
+    if not rec:
+        return
+    if rec["files"]:
+        text = (f"recorded the resolution of {rec['patch']} as v{rec['version']} "
+                f"({', '.join(rec['files'])}): every replay that meets this conflict again "
+                "applies it")
+        for line in render.wrap(text):
+            render.say(line)
+        keep = shlex.join(["carry", "rebase", r.series, "--onto", r.ref, "--refresh"])
+        render.say("  to keep the resolved patch itself in the series:")
+        render.say(f"    {keep}")
+        _commit_it(r, series_root, rec["version"])
+    elif rec["already"]:
+        for line in render.wrap(f"the resolution of {rec['patch']} was recorded already "
+                                f"({', '.join(rec['already'])})"):
+            render.say(line)
+    for n in rec["not_recorded"]:
+        where = f" in {n['path']}" if n["path"] else ""
+        for line in render.wrap(f"the resolution of {rec['patch']}{where} was not recorded: "
+                                f"{n['why']}"):
+            render.say(line)
+
+
+def _commit_it(r: Any, series_root: str, version: int) -> None:
+    from carry.series.versions import commit_command  # written, not committed
+
+    if series_root and (cmd := commit_command(f"{series_root}/{r.series}", version)):
+        render.say(f"  commit it: {cmd}")
+
+
+def _conflict(r: Any) -> None:
+    """The stop: which patch, by whom, why, and on which paths."""
+    c = r.conflict
+    render.say(render.fit(f"  CONFLICT in {c.file}"))
+    by = f" by {c.author}"
+    cols = render.width() - len(by) - 1
+    render.say(render.fit(f"    \"{c.subject}", cols) + '"' + by)
+    for w in r.why:
+        if w["status"] == "conflict":
+            render.say(render.fit(f"    why: {w['text']}"))
+    paths = ", ".join(c.paths) or "(none reported)"
+    if len(f"    paths: {paths}") <= render.width() or len(c.paths) < 2:
+        render.say(f"    paths: {paths}")
+    else:
+        render.say("    paths:")
+        for path in c.paths:
+            render.say(f"      {path}")
+    for h in c.squash_hints:  # whole: it holds the TOML to copy into series.toml
+        render.say(f"    hint: {h}")
+
+
+def _next(r: Any, repo: Any, series_root: str, several: bool) -> None:
+    """The exact command that goes on, and the other ways out."""
+    c = r.conflict
+    if not (c.worktree or r.status == "conflict" and not r.dry_run and repo is not None):
+        return
+    from carry.rebase.resume import command
+
+    resume = command(repo, series_root, "--continue" if c.worktree else "--resolve",
+                     r.series if several else "", r.target if several else "")
+    if c.worktree:
+        render.say(f"  resolve in {c.worktree}")
+        render.say(f"  then: {resume}")
+    else:
+        render.say(f"  next: {resume}")
+        render.say("  (it checks the conflict out in its worktree; resolve there, then --continue)")
+    render.say(f"  or --skip to leave {c.file[:4]} out, --abort to undo the rebase")

@@ -46,6 +46,8 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
             elif p.status == "would-conflict":
                 render.say(f"  {r.target}: {p.file} would-conflict too, in "
                            f"{', '.join(p.forecast)} (by {p.author})")
+        for f in r.audit:
+            render.say(f"  {r.target}: {f.line}")
         for w in r.why:
             render.say(f"  {r.target}: {w['text']}")
         if r.message:

@@ -30,6 +30,7 @@ from carry.replay.engine import (
     Conflict,
     Replayed,
     TargetResult,
+    audited,
     forecast,
     replay_target,
     run_steps,
@@ -315,6 +316,7 @@ def resume(series: Series, repo: Repo, action: str,
         if state["worktree"]:
             _remove_worktree(repo, Path(state["worktree"]))
         result.status, result.head = "applied", head
+        result.audit = audited(repo, result)
         # the finishing state replaces this one in place: a kill in between keeps the work
         _finish(series, repo, [(t, result)], {t.slug: branch}, refresh)
         return [result]

@@ -1,0 +1,263 @@
+"""The audit after a clean replay: git merging without a conflict does not make a patch
+correct. For each applied patch, the Python files it touches are parsed at the result; each
+must compile, and each project name the patch's own added lines use (`import a.b`,
+`from a.b import c`, `envs.X` with `envs` a project module) must resolve in the result tree.
+
+It reads blobs through the repository's long-lived cat-file and never imports anything. A
+finding needs proof both ways: the name resolved where the patch was written (its commit on
+the series base) and does not at the result, or the file compiled on both sides before the
+merge and does not after it. Anything a parser cannot be sure of (star imports, `globals()`,
+a `__getattr__` with no declared names, generated modules) says nothing."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import ClassVar
+
+from carry.git import Repo
+from carry.replay import pyfacts
+from carry.replay.runs import PatchResult
+
+MAX_BYTES = 4 << 20  # a larger .py file is reported as not audited, never parsed
+ROOTS = ("", "src/")  # where a project's top-level packages live
+LEFT_OUT = {"skipped": "skipped", "dropped": "dropped", "conflict": "stopped",
+            "would-conflict": "stopped"}
+_FILE_MODES = (b"100644", b"100755")
+
+
+class Kind(StrEnum):
+    SYNTAX = "syntax"  # the result does not compile, though both sides did
+    NAME = "name"  # a name read from a project module that the result does not define
+    MODULE = "module"  # a project module the result does not have
+    UNAUDITED = "unaudited"  # too large, too deeply nested: not read
+
+
+@dataclass(frozen=True)
+class AuditFinding:
+    """One thing a cleanly applied patch breaks at the result. `defined_by` is the patch,
+    left out of this replay (`defined_as`: skipped, dropped or stopped), that alone defines
+    the name; `detail` the module a missing name was read from, the parser's message, or
+    why the file was not audited. `path` is the patch's file that uses the name."""
+
+    patch: int
+    path: str
+    name: str
+    kind: Kind
+    defined_by: int | None = None
+    defined_as: str = ""
+    detail: str = ""
+    resolved: bool = False  # the patch applied through a recorded resolution
+
+    json_extra: ClassVar[tuple[str, ...]] = ("line",)
+
+    @property
+    def line(self) -> str:
+        how = "applies through a recorded resolution" if self.resolved else "applies cleanly"
+        head = f"{self.patch:04d} {how} but"
+        if self.kind == Kind.SYNTAX:
+            return f"{head} {self.path} does not compile: {self.detail}"
+        if self.kind == Kind.UNAUDITED:
+            return f"{self.patch:04d}: {self.path} could not audit: {self.detail}"
+        what = "imports" if self.kind == Kind.MODULE else "uses"
+        if self.defined_by is not None:
+            verb = "adds" if self.kind == Kind.MODULE else "defines"
+            return (f"{head} {what} {self.name}, which only the {self.defined_as} "
+                    f"{self.defined_by:04d} {verb}")
+        if self.kind == Kind.MODULE:
+            return f"{head} {what} {self.name}, a module the target does not have"
+        return f"{head} {what} {self.name}, which {self.detail} does not define at the target"
+
+
+class _Parsed:
+    """Blobs parsed once per run, by blob id: a module many patches use is read once."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self.trees: dict[str, ast.Module | str] = {}  # blob -> tree, or why it is not one
+        self.facts: dict[str, pyfacts.Facts | None] = {}
+        self.bytes: dict[str, bytes] = {}
+
+    def load(self, blobs: Sequence[str]) -> None:
+        """Read the blobs not read yet, in one cat-file exchange."""
+        missing = [b for b in dict.fromkeys(blobs) if b and b not in self.bytes]
+        for blob, (_, _, body) in zip(missing, self.repo.read_objects(missing), strict=True):
+            self.bytes[blob] = body
+
+    def tree(self, blob: str) -> ast.Module | str:
+        got = self.trees.get(blob)
+        if got is None:
+            self.load([blob])
+            got = self.trees[blob] = _parse(self.bytes[blob])
+        return got
+
+    def module_facts(self, blob: str) -> pyfacts.Facts | None:
+        if blob not in self.facts:
+            tree = self.tree(blob)
+            self.facts[blob] = pyfacts.facts(tree) if isinstance(tree, ast.Module) else None
+        return self.facts[blob]
+
+
+def _parse(data: bytes) -> ast.Module | str:
+    """The module, or one line on why it is none (a hostile file never raises here)."""
+    if len(data) > MAX_BYTES:
+        return f"unaudited: larger than {MAX_BYTES >> 20} MiB"
+    try:
+        return ast.parse(data)
+    except SyntaxError as exc:
+        return f"line {exc.lineno}: {exc.msg}"
+    except ValueError as exc:  # null bytes, on some versions
+        return f"{exc}"
+    except (RecursionError, MemoryError):
+        return "unaudited: nested too deeply to parse"
+
+
+class _Tree:
+    """One tree as a namespace of modules, looked up in the repository's parsed trees."""
+
+    def __init__(self, repo: Repo, tree: str, parsed: _Parsed) -> None:
+        self.repo, self.sha, self.parsed = repo, tree, parsed
+
+    def entry(self, path: str) -> tuple[bytes, str] | None:
+        return self.repo.tree_lookup(self.sha, path.encode("utf-8", "surrogateescape"))
+
+    def module(self, dotted: str) -> tuple[str, str] | None:
+        """(path, blob) of the module `dotted`; blob "" for a package without `__init__`."""
+        if not dotted or any(not p.isidentifier() for p in dotted.split(".")):
+            return None
+        rel = dotted.replace(".", "/")
+        for root in ROOTS:
+            for path in (f"{root}{rel}.py", f"{root}{rel}/__init__.py"):
+                e = self.entry(path)
+                if e is not None and e[0] in _FILE_MODES:
+                    return path, e[1]
+            e = self.entry(f"{root}{rel}")
+            if e is not None and e[0] == b"40000":
+                return f"{root}{rel}", ""
+        return None
+
+    def defines(self, dotted: str, name: str) -> bool | None:
+        """Whether module `dotted` has `name`: a submodule, or a top-level name."""
+        found = self.module(dotted)
+        if found is None:
+            return False
+        if self.module(f"{dotted}.{name}") is not None:
+            return True
+        if not found[1]:
+            return False
+        facts = self.parsed.module_facts(found[1])
+        return None if facts is None else facts.defines(name)
+
+
+def run(repo: Repo, steps: Sequence[PatchResult], head: str, onto: str) -> list[AuditFinding]:
+    """Every finding of the applied patches in `steps`, replayed onto `onto` up to `head`."""
+    parsed = _Parsed(repo)
+    result = _Tree(repo, repo.read_commit(head).tree, parsed)
+    target = repo.read_commit(onto).tree
+    out: list[AuditFinding] = []
+    for step in steps:
+        if step.status == "applied" and step.source:
+            out.extend(_patch(repo, parsed, step, steps, result, target))
+    return out
+
+
+def _patch(repo: Repo, parsed: _Parsed, step: PatchResult, steps: Sequence[PatchResult],
+           result: _Tree, target: str) -> list[AuditFinding]:
+    commit = repo.read_commit(step.source)
+    parent = repo.read_commit(commit.parents[0]).tree if commit.parents else ""
+    source = _Tree(repo, commit.tree, parsed)
+    files = []
+    for raw, (old, new) in repo.tree_changes(parent, commit.tree).items():
+        path = raw.decode("utf-8", "surrogateescape")
+        if path.endswith(".py") and new is not None and new[0] in _FILE_MODES:
+            at = result.entry(path)
+            if at is not None and at[0] in _FILE_MODES:
+                files.append((path, old[1] if old else "", new[1], at[1]))
+    parsed.load([b for f in files for b in f[1:]])
+    found: dict[tuple[str, str], AuditFinding] = {}
+    for path, before, after, now in files:
+        for f in _file(parsed, step, path, before, after, now, source, result, target):
+            found.setdefault((f.path, f.name), f)
+    return [_blame(repo, parsed, f, steps) for f in found.values()]
+
+
+def _file(parsed: _Parsed, step: PatchResult, path: str, before: str, after: str, now: str,
+          source: _Tree, result: _Tree, target: str) -> list[AuditFinding]:
+    resolved = bool(step.resolutions)
+    tree = parsed.tree(now)
+    if isinstance(tree, str):
+        if tree.startswith("unaudited: "):
+            return [AuditFinding(step.number, path, "", Kind.UNAUDITED,
+                                 detail=tree.removeprefix("unaudited: "), resolved=resolved)]
+        upstream = result.repo.tree_lookup(target, path.encode("utf-8", "surrogateescape"))
+        if isinstance(parsed.tree(after), ast.Module) and (
+                upstream is None or isinstance(parsed.tree(upstream[1]), ast.Module)):
+            return [AuditFinding(step.number, path, "", Kind.SYNTAX, detail=tree,
+                                 resolved=resolved)]
+        return []
+    added = _added(parsed.bytes.get(before, b"") if before else b"", parsed.bytes[after])
+    lines = {i for i, text in enumerate(_lines(parsed.bytes[now]), 1) if text in added}
+    out = []
+    for use in pyfacts.uses(tree, path, lines) if lines else ():
+        finding = _check(use, step, path, source, result)
+        if finding is not None:
+            out.append(finding)
+    return out
+
+
+def _check(use: pyfacts.Use, step: PatchResult, path: str, source: _Tree,
+           result: _Tree) -> AuditFinding | None:
+    """A finding when `use` resolved where the patch was written and does not at the result;
+    never when either side cannot tell."""
+    resolved = bool(step.resolutions)
+    if result.module(use.module) is None:
+        if use.attribute or source.module(use.module) is None:
+            return None
+        return AuditFinding(step.number, path, use.module, Kind.MODULE, resolved=resolved)
+    if not use.name or result.defines(use.module, use.name) is not False:
+        return None
+    if source.defines(use.module, use.name) is not True:
+        return None
+    return AuditFinding(step.number, path, use.shown, Kind.NAME, detail=use.module,
+                        resolved=resolved)
+
+
+def _blame(repo: Repo, parsed: _Parsed, f: AuditFinding,
+           steps: Sequence[PatchResult]) -> AuditFinding:
+    """The finding with the left-out patch that alone adds what it misses: the latest one
+    before the patch, or else the first after it."""
+    if f.kind not in (Kind.NAME, Kind.MODULE):
+        return f
+    module, name = (f.detail, f.name.rpartition(".")[2]) if f.kind == Kind.NAME else \
+        (f.name, "")
+    before: list[PatchResult] = []
+    after: list[PatchResult] = []
+    for s in steps:
+        if s.status in LEFT_OUT and s.source:
+            (before if s.number < f.patch else after).append(s)
+    for s in [*reversed(before), *after]:
+        commit = repo.read_commit(s.source)
+        if not commit.parents:
+            continue
+        new = _Tree(repo, commit.tree, parsed)
+        old = _Tree(repo, repo.read_commit(commit.parents[0]).tree, parsed)
+        adds = (new.defines(module, name) is True and old.defines(module, name) is False) \
+            if name else (new.module(module) is not None and old.module(module) is None)
+        if adds:
+            from dataclasses import replace
+
+            return replace(f, defined_by=s.number, defined_as=LEFT_OUT[s.status])
+    return f
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return [line.rstrip(b"\r") for line in data.split(b"\n")]
+
+
+def _added(before: bytes, after: bytes) -> set[bytes]:
+    """The lines the patch added: those of its file that the file before it lacked (a line
+    it only moved is not one; blank lines and comments use nothing)."""
+    old = set(_lines(before))
+    return {line for line in _lines(after) if line not in old and line.strip()}

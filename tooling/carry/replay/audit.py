@@ -12,13 +12,14 @@ a `__getattr__` with no declared names, generated modules) says nothing."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar
 
 from carry.git import Repo
-from carry.replay import pyfacts
+from carry.replay import pyfacts, pytext
 from carry.replay.runs import PatchResult
 
 MAX_BYTES = 4 << 20  # a larger .py file is reported as not audited, never parsed
@@ -26,6 +27,8 @@ ROOTS = ("", "src/")  # where a project's top-level packages live
 LEFT_OUT = {"skipped": "skipped", "dropped": "dropped", "conflict": "stopped",
             "would-conflict": "stopped"}
 _FILE_MODES = (b"100644", b"100755")
+# What in a module's text may define a name no definition names: then it is parsed.
+_OPEN = (b"import *", b"__getattr__", b"globals", b"vars(", b"exec(", b"modules[")
 
 
 class Kind(StrEnum):
@@ -96,8 +99,24 @@ class _Parsed:
     def module_facts(self, blob: str) -> pyfacts.Facts | None:
         if blob not in self.facts:
             tree = self.tree(blob)
-            self.facts[blob] = pyfacts.facts(tree) if isinstance(tree, ast.Module) else None
+            self.facts[blob] = pyfacts.facts(tree, self.bytes[blob]) \
+                if isinstance(tree, ast.Module) else None
         return self.facts[blob]
+
+    def defines(self, blob: str, name: str) -> bool | None:
+        """Whether the module in `blob` defines `name`, from its text where that is sure (a
+        definition at column 0; no mention at all in a module with no way to define names
+        unseen), else from its parse."""
+        self.load([blob])
+        text = self.bytes[blob]
+        word = re.escape(name.encode())
+        if re.search(rb"(?m)^(?:(?:async\s+)?def|class)\s+" + word + rb"\b|^" + word +
+                     rb"\s*[:=]", text):
+            return True
+        if not re.search(rb"\b" + word + rb"\b", text) and not any(m in text for m in _OPEN):
+            return False
+        facts = self.module_facts(blob)
+        return None if facts is None else facts.defines(name)
 
 
 def _parse(data: bytes) -> ast.Module | str:
@@ -145,10 +164,18 @@ class _Tree:
             return False
         if self.module(f"{dotted}.{name}") is not None:
             return True
-        if not found[1]:
-            return False
-        facts = self.parsed.module_facts(found[1])
-        return None if facts is None else facts.defines(name)
+        return self.parsed.defines(found[1], name) if found[1] else False
+
+
+@dataclass(frozen=True)
+class _File:
+    """One Python file a patch leaves: its blob before and after the patch (where it was
+    written) and at the result."""
+
+    path: str
+    before: str
+    after: str
+    now: str
 
 
 def run(repo: Repo, steps: Sequence[PatchResult], head: str, onto: str) -> list[AuditFinding]:
@@ -156,55 +183,112 @@ def run(repo: Repo, steps: Sequence[PatchResult], head: str, onto: str) -> list[
     parsed = _Parsed(repo)
     result = _Tree(repo, repo.read_commit(head).tree, parsed)
     target = repo.read_commit(onto).tree
+    applied = [s for s in steps if s.status == "applied" and s.source]
+    commits = repo.read_commits([s.source for s in applied])
+    parents = repo.read_commits([c.parents[0] for c in commits if c.parents])
+    parent = {c.sha: p.tree for c, p in zip([c for c in commits if c.parents], parents,
+                                            strict=True)}
+    work = []
+    known: dict[str, set[str]] = {}  # path -> the blobs the series had: they compiled there
+    for step, commit in zip(applied, commits, strict=True):
+        files = _files(repo, result, parent.get(commit.sha, ""), commit.tree)
+        for f in files:
+            known.setdefault(f.path, set()).add(f.after)
+        work.append((step, _Tree(repo, commit.tree, parsed), files))
+    tops = _tops(repo, result.sha)
     out: list[AuditFinding] = []
-    for step in steps:
-        if step.status == "applied" and step.source:
-            out.extend(_patch(repo, parsed, step, steps, result, target))
+    for step, source, files in work:
+        parsed.load([b for f in files for b in (f.before, f.after, f.now)])
+        found: dict[tuple[str, str], AuditFinding] = {}
+        for f in files:
+            for x in _file(parsed, step, f, source, result, target, known, tops):
+                found.setdefault((x.path, x.name), x)
+        out.extend(_blame(repo, parsed, x, steps) for x in found.values())
     return out
 
 
-def _patch(repo: Repo, parsed: _Parsed, step: PatchResult, steps: Sequence[PatchResult],
-           result: _Tree, target: str) -> list[AuditFinding]:
-    commit = repo.read_commit(step.source)
-    parent = repo.read_commit(commit.parents[0]).tree if commit.parents else ""
-    source = _Tree(repo, commit.tree, parsed)
+def _files(repo: Repo, result: _Tree, parent: str, tree: str) -> list[_File]:
     files = []
-    for raw, (old, new) in repo.tree_changes(parent, commit.tree).items():
+    for raw, (old, new) in repo.tree_changes(parent, tree).items():
         path = raw.decode("utf-8", "surrogateescape")
         if path.endswith(".py") and new is not None and new[0] in _FILE_MODES:
             at = result.entry(path)
             if at is not None and at[0] in _FILE_MODES:
-                files.append((path, old[1] if old else "", new[1], at[1]))
-    parsed.load([b for f in files for b in f[1:]])
-    found: dict[tuple[str, str], AuditFinding] = {}
-    for path, before, after, now in files:
-        for f in _file(parsed, step, path, before, after, now, source, result, target):
-            found.setdefault((f.path, f.name), f)
-    return [_blame(repo, parsed, f, steps) for f in found.values()]
+                files.append(_File(path, old[1] if old else "", new[1], at[1]))
+    return files
 
 
-def _file(parsed: _Parsed, step: PatchResult, path: str, before: str, after: str, now: str,
-          source: _Tree, result: _Tree, target: str) -> list[AuditFinding]:
+def _tops(repo: Repo, tree: str) -> set[bytes]:
+    """The names a project import starts with: the result's top-level packages and modules."""
+    out = set()
+    for root in ROOTS:
+        at = repo.tree_lookup(tree, root.rstrip("/").encode()) if root else (b"40000", tree)
+        if at is not None and at[0] == b"40000":
+            for name, (mode, _) in repo.tree_items(at[1]).items():
+                out.add(name.removesuffix(b".py") if mode != b"40000" else name)
+    return out
+
+
+def _file(parsed: _Parsed, step: PatchResult, f: _File, source: _Tree, result: _Tree,
+          target: str, known: dict[str, set[str]], tops: set[bytes]) -> list[AuditFinding]:
     resolved = bool(step.resolutions)
-    tree = parsed.tree(now)
+    upstream = result.repo.tree_lookup(target, f.path.encode("utf-8", "surrogateescape"))
+    merged = f.now not in known[f.path] and (upstream is None or upstream[1] != f.now)
+    text = parsed.bytes[f.now]
+    added = _added(parsed.bytes.get(f.before, b"") if f.before else b"", parsed.bytes[f.after])
+    rows = _lines(text)
+    lines = {i for i, t in enumerate(rows, 1) if t in added}
+    found = pytext.imports(text, tops, f.path) if lines else pytext.Imports()
+    at_imports = found.rows()
+    lines = {n for n in lines
+             if n in at_imports or pytext.attributes(rows[n - 1], found.bound)}
+    if not merged and not (lines and _unsure(rows, lines, found, result)):
+        return []  # the file as the series had it, every name it adds resolves: no parse
+    tree = parsed.tree(f.now)
     if isinstance(tree, str):
         if tree.startswith("unaudited: "):
-            return [AuditFinding(step.number, path, "", Kind.UNAUDITED,
+            return [AuditFinding(step.number, f.path, "", Kind.UNAUDITED,
                                  detail=tree.removeprefix("unaudited: "), resolved=resolved)]
-        upstream = result.repo.tree_lookup(target, path.encode("utf-8", "surrogateescape"))
-        if isinstance(parsed.tree(after), ast.Module) and (
+        if merged and isinstance(parsed.tree(f.after), ast.Module) and (
                 upstream is None or isinstance(parsed.tree(upstream[1]), ast.Module)):
-            return [AuditFinding(step.number, path, "", Kind.SYNTAX, detail=tree,
+            return [AuditFinding(step.number, f.path, "", Kind.SYNTAX, detail=tree,
                                  resolved=resolved)]
         return []
-    added = _added(parsed.bytes.get(before, b"") if before else b"", parsed.bytes[after])
-    lines = {i for i, text in enumerate(_lines(parsed.bytes[now]), 1) if text in added}
     out = []
-    for use in pyfacts.uses(tree, path, lines) if lines else ():
-        finding = _check(use, step, path, source, result)
+    for use in pyfacts.uses(tree, f.path, lines) if lines else ():
+        finding = _check(use, step, f.path, source, result)
         if finding is not None:
             out.append(finding)
     return out
+
+
+def _unsure(rows: list[bytes], lines: set[int], found: pytext.Imports,
+            result: _Tree) -> bool:
+    """Whether a name the added `lines` may use is possibly missing at the result, read
+    from the text: when not, no finding is possible, and the file is not parsed."""
+    for first, last, module, names in found.statements:
+        if not any(first <= n <= last for n in lines):
+            continue
+        if module and (result.module(module) is None or any(
+                result.defines(module, n) is False for n, _ in names if n != "*")):
+            return True
+        if not module and any(result.module(n) is None for n, _ in names):
+            return True
+    for n in lines:
+        for parts in pytext.attributes(rows[n - 1], found.bound):
+            if any(_missing(result, module, parts[1:]) for module in found.bound[parts[0]]):
+                return True
+    return False
+
+
+def _missing(result: _Tree, module: str, parts: list[str]) -> bool:
+    if result.module(module) is None:
+        return False  # a class or a function, not a module: nothing to check
+    for part in parts:
+        if result.module(f"{module}.{part}") is None:
+            return result.defines(module, part) is False
+        module = f"{module}.{part}"
+    return False
 
 
 def _check(use: pyfacts.Use, step: PatchResult, path: str, source: _Tree,

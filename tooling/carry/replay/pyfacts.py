@@ -8,10 +8,13 @@ says so, and the audit then says nothing."""
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
-# Calls and names through which a module may define what no parser sees.
-_DYNAMIC_CALLS = frozenset({"globals", "vars", "exec"})
+# What in a module's text may define names no parser sees: globals(), vars(), exec(), a
+# write through sys.modules.
+_DYNAMIC = re.compile(rb"\b(?:globals|vars|exec)\s*\(|setattr\(\s*sys\.modules|"
+                      rb"sys\.modules\[[^\]\n]*\]\.\w+\s*=[^=]")
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 _BLOCKS = (ast.If, ast.Try, ast.TryStar, ast.With, ast.AsyncWith, ast.For, ast.AsyncFor,
            ast.While, ast.Match)
@@ -38,7 +41,9 @@ class Facts:
         return False
 
 
-def facts(tree: ast.Module) -> Facts:
+def facts(tree: ast.Module, text: bytes) -> Facts:
+    """A module's facts, from its statements (never a walk of every expression) and, for
+    what may define names unseen, its text."""
     names: set[str] = set()
     declared: set[str] = set()
     unseen = False
@@ -56,7 +61,7 @@ def facts(tree: ast.Module) -> Facts:
                     names.add(alias.asname or alias.name.partition(".")[0])
             continue
         if isinstance(node, _BLOCKS):
-            heads = [v for f, v in ast.iter_fields(node) if f not in _BODIES]
+            heads: list[ast.AST] = list(_targets(node))
             for part in _BODIES:
                 for child in getattr(node, part, ()):
                     if isinstance(child, ast.ExceptHandler) and child.name:
@@ -66,49 +71,40 @@ def facts(tree: ast.Module) -> Facts:
         else:
             heads = [node]
         for head in heads:
-            for item in head if isinstance(head, list) else [head]:
-                if isinstance(item, ast.AST):
-                    _literals(item, names, declared)
-    for sub in ast.walk(tree):
-        if isinstance(sub, ast.Global):
-            names.update(sub.names)
-        else:
-            unseen = unseen or _dynamic(sub)
+            _literals(head, names, declared)
+    for stmt in statements(tree.body):
+        if isinstance(stmt, ast.Global):
+            names.update(stmt.names)
+    unseen = unseen or bool(_DYNAMIC.search(text))
     return Facts(frozenset(names), frozenset(declared), "__getattr__" in names, unseen)
 
 
-def _dynamic(node: ast.AST) -> bool:
-    """globals(), vars(), exec(), or a write through `sys.modules`."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        return node.func.id in _DYNAMIC_CALLS or (
-            node.func.id == "setattr" and bool(node.args) and _sys_module(node.args[0]))
-    return isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
-        _sys_module(node.value)
-
-
-def _sys_module(node: ast.expr) -> bool:
-    """`sys.modules[...]`: a module written to through it binds names no parser sees."""
-    return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and \
-        node.value.attr == "modules" and isinstance(node.value.value, ast.Name) and \
-        node.value.value.id == "sys"
-
-
 def _literals(node: ast.AST, names: set[str], declared: set[str]) -> None:
-    """Add what one top-level statement (or a block's header) binds, and the strings its
-    literals name. Lambdas and comprehensions in it are walked too: a name counted that is
-    not really bound only makes the audit quieter."""
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-            names.add(sub.id)
-        elif isinstance(sub, ast.Dict):
-            declared.update(k.value for k in sub.keys
-                            if isinstance(k, ast.Constant) and isinstance(k.value, str))
-        elif isinstance(sub, ast.List | ast.Tuple | ast.Set):
-            declared.update(e.value for e in sub.elts
-                            if isinstance(e, ast.Constant) and isinstance(e.value, str))
-        elif isinstance(sub, ast.Subscript) and isinstance(sub.ctx, ast.Store) and \
-                isinstance(sub.slice, ast.Constant) and isinstance(sub.slice.value, str):
-            declared.add(sub.slice.value)
+    """Add what one top-level statement (or a block's header) binds, and the strings that
+    the literals it assigns or updates with name (the keys of a dict, the items of a list):
+    only targets and the literals themselves are read, never a lambda inside a literal."""
+    values: list[ast.expr] = []
+    targets: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        targets, values = node.targets, [node.value]
+    elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+        targets, values = [node.target], [node.value] if node.value else []
+    elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        values = [*node.value.args, *(k.value for k in node.value.keywords)]
+    elif isinstance(node, ast.expr):
+        targets = [node]  # a loop or `with` target
+    for target in targets:
+        for sub in ast.walk(target):
+            if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load):
+                names.add(sub.id)
+            elif isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Constant) and \
+                    isinstance(sub.slice.value, str):
+                declared.add(sub.slice.value)
+    for value in values:
+        items = value.keys if isinstance(value, ast.Dict) else \
+            value.elts if isinstance(value, ast.List | ast.Tuple | ast.Set) else []
+        declared.update(k.value for k in items
+                        if isinstance(k, ast.Constant) and isinstance(k.value, str))
 
 
 @dataclass(frozen=True)
@@ -126,29 +122,69 @@ class Use:
 
 
 def uses(tree: ast.Module, path: str, lines: set[int]) -> list[Use]:
-    """The imports and module attributes on `lines` (1-based) of the file at `path`."""
+    """The imports and module attributes on `lines` (1-based) of the file at `path`. Only
+    the statements whose span holds such a line are walked into: a patch that adds one line
+    to a 7,000-line module costs its statement, not the module."""
     bound = _bindings(tree, path)
     out: list[Use] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if _line(alias, node) in lines:
-                    out.append(Use(alias.name, "", alias.name, _line(alias, node)))
-        elif isinstance(node, ast.ImportFrom):
-            module = absolute(node, path)
-            if module is None:
-                continue
-            for alias in node.names:
-                at = _line(alias, node)
-                if alias.name != "*" and (at in lines or node.lineno in lines):
+    for stmt in statements(tree.body):
+        end = stmt.end_lineno or stmt.lineno
+        if not any(stmt.lineno <= n <= end for n in lines):
+            continue
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if _line(alias, stmt) in lines:
+                    out.append(Use(alias.name, "", alias.name, _line(alias, stmt)))
+        elif isinstance(stmt, ast.ImportFrom):
+            module = absolute(stmt, path)
+            for alias in stmt.names if module else ():
+                at = _line(alias, stmt)
+                if module and alias.name != "*" and (at in lines or stmt.lineno in lines):
                     out.append(Use(module, alias.name, f"{module}.{alias.name}", at))
-        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and \
-                node.lineno in lines:
-            parts = _dotted(node.value)
+        else:
+            for head in _heads(stmt):
+                out.extend(_attributes(head, bound, lines))
+    return out
+
+
+def _attributes(node: ast.AST, bound: dict[str, str], lines: set[int]) -> list[Use]:
+    out = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and \
+                sub.lineno in lines:
+            parts = _dotted(sub.value)
             if parts and parts[0] in bound:
                 module = ".".join([bound[parts[0]], *parts[1:]])
-                out.append(Use(module, node.attr, ".".join([*parts, node.attr]), node.lineno,
+                out.append(Use(module, sub.attr, ".".join([*parts, sub.attr]), sub.lineno,
                                attribute=True))
+    return out
+
+
+def statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Every statement, nested ones too, without walking into expressions."""
+    out: list[ast.stmt] = []
+    stack = list(reversed(body))
+    while stack:
+        stmt = stack.pop()
+        out.append(stmt)
+        for part in _BODIES:
+            for child in reversed(getattr(stmt, part, ())):
+                if isinstance(child, ast.ExceptHandler | ast.match_case):
+                    stack.extend(reversed(child.body))
+                else:
+                    stack.append(child)
+    return out
+
+
+def _heads(stmt: ast.stmt) -> list[ast.AST]:
+    """A statement's own expressions: all of a simple one, the header of a compound one."""
+    out: list[ast.AST] = []
+    for field, value in ast.iter_fields(stmt):
+        if field in _BODIES:
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, ast.AST):
+                out.append(item)
     return out
 
 
@@ -179,26 +215,47 @@ def _dotted(node: ast.expr) -> list[str] | None:
 
 
 def _bindings(tree: ast.Module, path: str) -> dict[str, str]:
-    """Local names bound to a module by an import, and to nothing else anywhere in the file
-    (a parameter or an assignment of the same name makes it unknown)."""
+    """Local names bound to a module by an import, and to nothing else by any statement of
+    the file (a parameter, an assignment, a loop or `with` target of the same name makes it
+    unknown)."""
     bound: dict[str, str | None] = {}
     other: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
+    for stmt in statements(tree.body):
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
                 local = alias.asname or alias.name.partition(".")[0]
                 full = alias.name if alias.asname else local
                 bound[local] = full if bound.get(local, full) == full else None
-        elif isinstance(node, ast.ImportFrom):
-            module = absolute(node, path)
-            for alias in node.names:
+        elif isinstance(stmt, ast.ImportFrom):
+            module = absolute(stmt, path)
+            for alias in stmt.names:
                 local = alias.asname or alias.name
                 dotted = f"{module}.{alias.name}" if module else None
                 bound[local] = dotted if dotted and bound.get(local, dotted) == dotted else None
-        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            other.add(node.id)
-        elif isinstance(node, ast.arg):
-            other.add(node.arg)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            other.add(node.name)
+        elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            other.add(stmt.name)
+            a = stmt.args
+            other.update(x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs,
+                                         *filter(None, [a.vararg, a.kwarg])])
+        elif isinstance(stmt, ast.ClassDef):
+            other.add(stmt.name)
+        else:
+            for target in _targets(stmt):
+                other.update(n.id for n in ast.walk(target)
+                             if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load))
+        for handler in getattr(stmt, "handlers", ()):
+            other.add(handler.name or "")
     return {k: v for k, v in bound.items() if v and k not in other}
+
+
+def _targets(stmt: ast.stmt) -> list[ast.expr]:
+    """What a statement assigns to (walrus and comprehension names are not looked for)."""
+    if isinstance(stmt, ast.Assign):
+        return stmt.targets
+    if isinstance(stmt, ast.AnnAssign | ast.AugAssign | ast.For | ast.AsyncFor):
+        return [stmt.target]
+    if isinstance(stmt, ast.With | ast.AsyncWith):
+        return [i.optional_vars for i in stmt.items if i.optional_vars]
+    if isinstance(stmt, ast.Delete):
+        return stmt.targets
+    return []

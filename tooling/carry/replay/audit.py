@@ -63,7 +63,7 @@ class AuditFinding:
         if self.kind == Kind.SYNTAX:
             return f"{head} {self.path} does not compile: {self.detail}"
         if self.kind == Kind.UNAUDITED:
-            return f"{self.patch:04d}: {self.path} could not audit: {self.detail}"
+            return f"{self.patch:04d}: could not audit {self.path}: {self.detail}"
         what = "imports" if self.kind == Kind.MODULE else "uses"
         if self.defined_by is not None:
             verb = "adds" if self.kind == Kind.MODULE else "defines"

@@ -1,0 +1,141 @@
+"""The audit after a clean replay (issue 29, part 1): a patch git applies without a conflict
+can still break the result. Real git repositories, the real CLI: a name only a skipped patch
+defines, a module upstream moved, a syntax error a clean merge makes, a hostile file; and no
+finding for names the target defines, names a `__getattr__` module declares, or non-Python
+files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from carry.replay import audit
+from tests.conftest import CommitBuilder, git, run_carry
+
+MakeSeries = Callable[..., Any]
+
+ENVS = '''import os
+
+environment_variables = {
+    "PKG_ALPHA": lambda: os.getenv("PKG_ALPHA", "1"),
+    "PKG_BETA": lambda: os.getenv("PKG_BETA", "0"),
+    "PKG_GAMMA": lambda: os.getenv("PKG_GAMMA", "0"),
+}
+
+
+def __getattr__(name):
+    if name in environment_variables:
+        return environment_variables[name]()
+    raise AttributeError(name)
+'''
+RUNNER = "from pkg import envs\n\n\ndef run():\n    return 0\n"
+UTIL = "".join(f"def h{i}():\n    return {i}\n\n\n" for i in range(8))
+
+
+def _carry(up: CommitBuilder, root: Path, *args: str) -> Any:
+    return run_carry(*args, "--repo", str(up.path), "--series-dir", str(root))
+
+
+def _project(tmp_path: Path) -> CommitBuilder:
+    up = CommitBuilder.init(tmp_path / "upstream")
+    up.commit("Initial import", {"pkg/__init__.py": "", "pkg/envs.py": ENVS,
+                                 "pkg/runner.py": RUNNER, "pkg/util.py": UTIL,
+                                 "pkg/old.py": "def helper():\n    return 1\n",
+                                 "pkg/app.py": "import os\n\n\ndef main():\n    return 0\n"})
+    up.tag("base")
+    git(up.path, "checkout", "-q", "-b", "feature")
+    return up
+
+
+def test_a_clean_patch_using_a_name_only_a_skipped_patch_defines_is_named(
+        tmp_path: Path, make_series: MakeSeries, series_root: Path) -> None:
+    up = _project(tmp_path)
+    up.commit("envs: add PKG_NEW", {"pkg/envs.py": ENVS.replace(
+        '    "PKG_BETA": lambda: os.getenv("PKG_BETA", "0"),\n',
+        '    "PKG_BETA": lambda: os.getenv("PKG_BETA", "0"),\n'
+        '    "PKG_NEW": lambda: os.getenv("PKG_NEW", "0"),\n')})
+    up.commit("runner: use PKG_NEW", {"pkg/runner.py": RUNNER.replace(
+        "    return 0\n", "    if envs.PKG_NEW and envs.PKG_ALPHA:\n        return 1\n"
+        "    from pkg.util import h3\n    return h3()\n")})
+    up.checkout("main")  # upstream rewrites the line 0001 added beside: 0001 conflicts
+    up.commit("envs: BETA defaults on", {"pkg/envs.py": ENVS.replace(
+        'os.getenv("PKG_BETA", "0")', 'os.getenv("PKG_BETA", "1")')})
+    make_series(up, "feature")
+    assert _carry(up, series_root, "rebase", "demo", "--onto", "main").code == 1
+    res = _carry(up, series_root, "rebase", "--skip")
+    assert res.code == 0, res.out + res.err
+    want = "0002 applies cleanly but uses envs.PKG_NEW, which only the skipped 0001 defines"
+    assert f"main: {want}" in res.out
+    # envs.PKG_ALPHA is declared to the module's __getattr__, h3 is defined: no finding
+    assert "PKG_ALPHA" not in res.out and "h3" not in res.out
+
+    dry = _carry(up, series_root, "rebase", "demo", "--onto", "main", "--dry-run", "--json")
+    assert dry.code == 1  # a conflict, so no audit of a replay that did not finish
+    assert json.loads(dry.out)[0]["audit"] == []
+
+
+def test_an_import_of_a_module_upstream_moved_is_named_and_a_defined_name_is_not(
+        tmp_path: Path, make_series: MakeSeries, series_root: Path) -> None:
+    up = _project(tmp_path)
+    up.commit("app: use helpers", {"pkg/app.py": "import os\n\nfrom pkg.old import helper\n"
+                                   "from pkg.util import h2\nimport pkg.util\n\n\n"
+                                   "def main():\n    return helper() + h2() + "
+                                   "pkg.util.h5()\n"})
+    up.checkout("main")
+    up.mv("pkg/old.py", "pkg/moved.py")
+    up.commit("Move old to moved")
+    make_series(up, "feature")
+    res = _carry(up, series_root, "rebase", "demo", "--onto", "main", "--json")
+    assert res.code == 0, res.err
+    (result,) = json.loads(res.out)
+    (finding,) = result["audit"]
+    assert finding["kind"] == "module" and finding["name"] == "pkg.old"
+    assert finding["path"] == "pkg/app.py" and finding["defined_by"] is None
+    assert finding["line"] == ("0001 applies cleanly but imports pkg.old, a module the "
+                               "target does not have")
+    human = _carry(up, series_root, "rebase", "demo", "--onto", "main", "--dry-run")
+    assert "pkg.old, a module the target does not have" in human.out
+
+
+def test_a_syntax_error_made_by_a_clean_merge_is_named(
+        tmp_path: Path, make_series: MakeSeries, series_root: Path) -> None:
+    """Upstream turns a block of lines into a triple-quoted string; the patch adds, far away
+    inside that block, a line whose comment holds three quotes. Each side compiles, git
+    merges them cleanly, and the result does not compile."""
+    body = "".join(f"V{i} = {i}\n" for i in range(12))
+    up = CommitBuilder.init(tmp_path / "upstream")
+    up.commit("Initial import", {"pkg/__init__.py": "", "pkg/table.py": "# table\n" + body,
+                                 "README": "readme\n"})
+    up.tag("base")
+    git(up.path, "checkout", "-q", "-b", "feature")
+    up.commit("table: add Q", {"pkg/table.py": "# table\n" + body.replace(
+        "V6 = 6\n", 'V6 = 6\nQ = 1  # """\n'), "NOTES.txt": 'import nowhere """\n'})
+    up.checkout("main")
+    lines = body.splitlines(keepends=True)
+    up.commit("table: keep the values as text", {"pkg/table.py": 'DOC = """\n' + "".join(
+        lines[:11]) + '"""\n' + lines[11]})
+    make_series(up, "feature")
+    res = _carry(up, series_root, "rebase", "demo", "--onto", "main", "--json")
+    assert res.code == 0, res.err
+    (finding,) = json.loads(res.out)[0]["audit"]  # the text file is not Python: ignored
+    assert finding["kind"] == "syntax" and finding["path"] == "pkg/table.py"
+    assert finding["line"].startswith("0001 applies cleanly but pkg/table.py does not "
+                                      "compile: line ")
+
+
+def test_a_hostile_file_is_reported_not_audited_never_a_traceback(
+        tmp_path: Path, make_series: MakeSeries, series_root: Path) -> None:
+    up = _project(tmp_path)
+    use = "from pkg.util import h99\n"  # a name the text cannot settle: the file is parsed
+    up.commit("Deep", {"pkg/deep.py": use + "x = 1" + " + 1" * 150_000 + "\n",
+                       "pkg/neg.py": use + "y = " + "-" * 150_000 + "1\n",
+                       "pkg/plain.py": "z = " + "-" * 150_000 + "1\n"})  # never parsed
+    make_series(up, "feature")
+    res = _carry(up, series_root, "rebase", "demo", "--onto", "main")
+    assert res.code == 0 and "Traceback" not in res.err, res.err
+    assert "main: 0001: could not audit pkg/deep.py: nested too deeply to parse" in res.out
+    assert "main: 0001: could not audit pkg/neg.py: nested too deeply to parse" in res.out
+    assert "plain.py" not in res.out
+    assert audit._parse(b"#" * (audit.MAX_BYTES + 1)) == "unaudited: larger than 4 MiB"

@@ -7,6 +7,7 @@ files."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -139,3 +140,36 @@ def test_a_hostile_file_is_reported_not_audited_never_a_traceback(
     assert "main: 0001: could not audit pkg/neg.py: nested too deeply to parse" in res.out
     assert "plain.py" not in res.out
     assert audit._parse(b"#" * (audit.MAX_BYTES + 1)) == "unaudited: larger than 4 MiB"
+
+
+def test_a_ci_cell_with_a_finding_is_not_validated(tmp_path: Path, series_root: Path) -> None:
+    """The series' tests pass on upstream's renamed module, but its new file still imports
+    the old name: `carry ci` says the cell is not validated, and why."""
+    from carry.series import store as seriesmod
+    from carry.series.store import Target
+    from tests.conftest import TOBY
+    from tests.validate import synthetic
+
+    up = synthetic.upstream_project(tmp_path / "calc")
+    up.checkout("fork/fix")
+    up.commit("Pin helper", {"calc/extra.py": synthetic.SPDX_LINE + "from calc.util import "
+                             "clamp\n\n\ndef pinned(x: int) -> int:\n    return clamp(x, 0, 9)\n"},
+              author=TOBY)
+    up.branch("fork/extra")
+    up.checkout("main")
+    up.mv("calc/util.py", "calc/limits.py")
+    test_util = (up.path / "tests/test_util.py").read_text()
+    up.commit("Rename util to limits",
+              {"tests/test_util.py": test_util.replace("calc.util", "calc.limits")})
+    synthetic.import_series(series_root, up.path, "extra", "extra", sys.executable)
+    s = seriesmod.find(series_root, "extra")
+    s.manifest.targets = [Target(name="main", ref="main")]
+    seriesmod.save_manifest(s)
+    r = run_carry("ci", "--repo", str(up.path), "--engine", "local", "--out",
+                  str(tmp_path / "out"), "--json", env={"CARRY_SERIES_DIR": str(series_root)})
+    assert r.code == 1, r.err
+    (row,) = json.loads(r.out)["rows"]
+    assert row["rebase"] == "applied" and row["validate"] == "passed, audit failed"
+    want = "0003 applies cleanly but imports calc.util, a module the target does not have"
+    assert row["audit"] == [want]
+    assert f"<br>audit: {want}" in (tmp_path / "out" / "summary.md").read_text()

@@ -214,7 +214,7 @@ def show_job(r: Any) -> None:
     render.table(f"carry ci: {r.status}", ["series", "target", "rebase", "drops", "head",
                                            "validation"], rows)
     for x in r.rows:
-        for line in x.resolved:
+        for line in [*x.resolved, *x.audit]:
             render.say(f"  {x.series} {x.target}: {line}")
     render.say(f"summary: {r.out}/summary.md")
     for a in r.loop:

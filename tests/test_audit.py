@@ -172,4 +172,5 @@ def test_a_ci_cell_with_a_finding_is_not_validated(tmp_path: Path, series_root: 
     assert row["rebase"] == "applied" and row["validate"] == "passed, audit failed"
     want = "0003 applies cleanly but imports calc.util, a module the target does not have"
     assert row["audit"] == [want]
+    assert json.loads(Path(row["report"]).read_text())["audit"] == [want]  # validate's report
     assert f"<br>audit: {want}" in (tmp_path / "out" / "summary.md").read_text()

@@ -130,7 +130,7 @@ def show_validate(r: Report, as_json: bool) -> None:
     render.say(f"{r.series} v{r.version}: validate on {r.onto_ref} ({_short(r.onto)}), "
                f"result {_short(r.head)} (tree {_short(r.head_tree)}), {where}"
                + (" [cached]" if r.cached else ""))
-    for line in r.resolved:
+    for line in [*r.resolved, *r.audit]:
         render.say(f"  {line}")
     for s in r.steps:
         mark = "ok" if s.ok else s.status.upper()

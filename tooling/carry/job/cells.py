@@ -93,6 +93,7 @@ def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, how: Options
 
         row.failing = verdict.triage(s, repo, onto, row.head, report, how.engine, how.python)
         row.tail = verdict.tail(report) if row.failing else ""
+    report.audit = row.audit  # built from the rebase's head: the audit is the rebase's
     path = how.out / artifact_name(s.name, row.target)
     atomic.write_json(path, to_data(report), indent=2)
     row.report = str(path)

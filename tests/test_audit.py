@@ -71,6 +71,10 @@ def test_a_clean_patch_using_a_name_only_a_skipped_patch_defines_is_named(
     assert f"main: {want}" in res.out
     # envs.PKG_ALPHA is declared to the module's __getattr__, h3 is defined: no finding
     assert "PKG_ALPHA" not in res.out and "h3" not in res.out
+    status = _carry(up, series_root, "status", "demo")
+    assert status.code == 0 and f"    audit: {want}" in status.out, status.out + status.err
+    data = json.loads(_carry(up, series_root, "status", "demo", "--json").out)
+    assert data["series"][0]["audit"] == {"carry/demo/main": [want]}
 
     dry = _carry(up, series_root, "rebase", "demo", "--onto", "main", "--dry-run", "--json")
     assert dry.code == 1  # a conflict, so no audit of a replay that did not finish

@@ -201,6 +201,8 @@ def show_status(r: Any) -> None:
         for b in s.branches:
             render.say(f"  {b.branch} at {_short(b.head)} (tree {_short(b.tree)}, "
                        f"{b.date.replace('T', ' ')}) {b.subject}")
+            for line in s.audit.get(b.branch, []):
+                render.say(f"    audit: {line}")
             if b.obsolete:
                 fate = ("pruned" if b.pruned else f"kept: {b.kept}" if b.kept else
                         f"`carry status {s.series} --prune` removes it")

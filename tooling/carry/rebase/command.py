@@ -179,8 +179,11 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
             r.status, r.head = "failed", ""
             r.message = f"a branch moved while carry worked; no branch was written ({exc})"
         return
+    from carry.replay import audit
+
     for (t, r), path in zip(done, paths, strict=True):
         r.updated = r.head != branches[t.slug][1]
+        audit.record(repo, r.head, r.audit)  # for `carry status`
         if refresh:
             r.refreshed = _refresh(series, repo, r, t)
         path.unlink(missing_ok=True)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar
 
+from carry.base import atomic, untrusted
+from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.replay import pyfacts, pytext
 from carry.replay.runs import PatchResult
@@ -345,3 +347,24 @@ def _added(before: bytes, after: bytes) -> set[bytes]:
     it only moved is not one; blank lines and comments use nothing)."""
     old = set(_lines(before))
     return {line for line in _lines(after) if line not in old and line.strip()}
+
+
+def record(repo: Repo, head: str, findings: Sequence[AuditFinding]) -> None:
+    """Keep the findings of a result written to a branch, by its head commit, so that
+    `carry status` says them later; a result with none leaves nothing."""
+    if findings and re.fullmatch(r"[0-9a-f]{40,64}", head):
+        atomic.write_json(repo.carry_dir() / "audit" / f"{head}.json",
+                          [f.line for f in findings])
+
+
+def recorded(repo: Repo, head: str) -> list[str]:
+    """The findings `record` kept for `head`; none when there are none or the file is
+    damaged (status shows what it can)."""
+    if not re.fullmatch(r"[0-9a-f]{40,64}", head):
+        return []
+    try:
+        data = untrusted.read_json(repo.carry_dir() / "audit" / f"{head}.json", list,
+                                   missing_ok=True)
+    except (CarryError, ValueError):
+        return []
+    return [x for x in data or [] if isinstance(x, str)]

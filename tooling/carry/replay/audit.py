@@ -22,7 +22,7 @@ from carry.base import atomic, untrusted
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.replay import pyfacts, pytext
-from carry.replay.runs import PatchResult
+from carry.replay.runs import Changes, PatchResult, _commit_changes
 
 MAX_BYTES = 4 << 20  # a larger .py file is reported as not audited, never parsed
 ROOTS = ("", "src/")  # where a project's top-level packages live
@@ -84,6 +84,23 @@ class _Parsed:
         self.trees: dict[str, ast.Module | str] = {}  # blob -> tree, or why it is not one
         self.facts: dict[str, pyfacts.Facts | None] = {}
         self.bytes: dict[str, bytes] = {}
+        self._rows: dict[str, list[bytes]] = {}
+        self._imports: dict[tuple[str, str], pytext.Imports] = {}
+        self._defines: dict[tuple[str, str], bool | None] = {}
+
+    def rows(self, blob: str) -> list[bytes]:
+        """The blob's lines, `\r` stripped (ast counts lines the same way)."""
+        got = self._rows.get(blob)
+        if got is None:
+            got = self._rows[blob] = _lines(self.bytes[blob]) if blob else []
+        return got
+
+    def imports(self, blob: str, path: str, tops: set[bytes] | None) -> pytext.Imports:
+        key = (blob, path if tops is not None else "")
+        got = self._imports.get(key)
+        if got is None:
+            got = self._imports[key] = pytext.imports(self.bytes[blob], tops, key[1])
+        return got
 
     def load(self, blobs: Sequence[str]) -> None:
         """Read the blobs not read yet, in one cat-file exchange."""
@@ -106,6 +123,12 @@ class _Parsed:
         return self.facts[blob]
 
     def defines(self, blob: str, name: str) -> bool | None:
+        key = (blob, name)
+        if key not in self._defines:
+            self._defines[key] = self._define(blob, name)
+        return self._defines[key]
+
+    def _define(self, blob: str, name: str) -> bool | None:
         """Whether the module in `blob` defines `name`, from its text where that is sure (a
         definition at column 0; no mention at all in a module with no way to define names
         unseen), else from its parse."""
@@ -113,8 +136,11 @@ class _Parsed:
         text = self.bytes[blob]
         word = re.escape(name.encode())
         if re.search(rb"(?m)^(?:(?:async\s+)?def|class)\s+" + word + rb"\b|^" + word +
-                     rb"\s*[:=]", text):
-            return True
+                     rb"\s*[:=]", text) or (b"__getattr__" in text and re.search(
+                         rb"[\"']" + word + rb"[\"']", text)):
+            return True  # defined at column 0, or a string a __getattr__ module may serve
+        if name in self.imports(blob, "", None).bound:
+            return True  # imported or re-exported (an import in a function counts too)
         if not re.search(rb"\b" + word + rb"\b", text) and not any(m in text for m in _OPEN):
             return False
         facts = self.module_facts(blob)
@@ -186,21 +212,24 @@ def run(repo: Repo, steps: Sequence[PatchResult], head: str, onto: str) -> list[
     result = _Tree(repo, repo.read_commit(head).tree, parsed)
     target = repo.read_commit(onto).tree
     applied = [s for s in steps if s.status == "applied" and s.source]
-    commits = repo.read_commits([s.source for s in applied])
-    parents = repo.read_commits([c.parents[0] for c in commits if c.parents])
-    parent = {c.sha: p.tree for c, p in zip([c for c in commits if c.parents], parents,
-                                            strict=True)}
+    # each patch's changes as the replay read them (runs keeps them in .git/carry/changes/)
+    changes = _commit_changes(repo, [s.source for s in steps if s.source])
+    py = {sha: {p: e for p, e in ch.items() if p.endswith(b".py") and e[1] is not None}
+          for sha, ch in changes.items()}
+    paths = {p for s in applied for p in py.get(s.source, ())}
+    repo.read_paths(result.sha, paths)  # the trees on the way, a few exchanges in all
+    repo.read_paths(target, paths)
     work = []
     known: dict[str, set[str]] = {}  # path -> the blobs the series had: they compiled there
-    for step, commit in zip(applied, commits, strict=True):
-        files = _files(repo, result, parent.get(commit.sha, ""), commit.tree)
+    for step in applied:
+        files = _files(result, py.get(step.source, {}))
         for f in files:
             known.setdefault(f.path, set()).add(f.after)
-        work.append((step, _Tree(repo, commit.tree, parsed), files))
+        work.append((step, _Tree(repo, repo.read_commit(step.source).tree, parsed), files))
+    parsed.load([b for _, _, files in work for f in files for b in (f.before, f.after, f.now)])
     tops = _tops(repo, result.sha)
     out: list[AuditFinding] = []
     for step, source, files in work:
-        parsed.load([b for f in files for b in (f.before, f.after, f.now)])
         found: dict[tuple[str, str], AuditFinding] = {}
         for f in files:
             for x in _file(parsed, step, f, source, result, target, known, tops):
@@ -209,11 +238,11 @@ def run(repo: Repo, steps: Sequence[PatchResult], head: str, onto: str) -> list[
     return out
 
 
-def _files(repo: Repo, result: _Tree, parent: str, tree: str) -> list[_File]:
+def _files(result: _Tree, changes: Changes) -> list[_File]:
     files = []
-    for raw, (old, new) in repo.tree_changes(parent, tree).items():
+    for raw, (old, new) in changes.items():
         path = raw.decode("utf-8", "surrogateescape")
-        if path.endswith(".py") and new is not None and new[0] in _FILE_MODES:
+        if new is not None and new[0] in _FILE_MODES:
             at = result.entry(path)
             if at is not None and at[0] in _FILE_MODES:
                 files.append(_File(path, old[1] if old else "", new[1], at[1]))
@@ -236,11 +265,11 @@ def _file(parsed: _Parsed, step: PatchResult, f: _File, source: _Tree, result: _
     resolved = bool(step.resolutions)
     upstream = result.repo.tree_lookup(target, f.path.encode("utf-8", "surrogateescape"))
     merged = f.now not in known[f.path] and (upstream is None or upstream[1] != f.now)
-    text = parsed.bytes[f.now]
-    added = _added(parsed.bytes.get(f.before, b"") if f.before else b"", parsed.bytes[f.after])
-    rows = _lines(text)
+    old = set(parsed.rows(f.before))
+    added = {t for t in parsed.rows(f.after) if t not in old and t.strip()}
+    rows = parsed.rows(f.now)
     lines = {i for i, t in enumerate(rows, 1) if t in added}
-    found = pytext.imports(text, tops, f.path) if lines else pytext.Imports()
+    found = parsed.imports(f.now, f.path, tops) if lines else pytext.Imports()
     at_imports = found.rows()
     lines = {n for n in lines
              if n in at_imports or pytext.attributes(rows[n - 1], found.bound)}
@@ -340,13 +369,6 @@ def _blame(repo: Repo, parsed: _Parsed, f: AuditFinding,
 
 def _lines(data: bytes) -> list[bytes]:
     return [line.rstrip(b"\r") for line in data.split(b"\n")]
-
-
-def _added(before: bytes, after: bytes) -> set[bytes]:
-    """The lines the patch added: those of its file that the file before it lacked (a line
-    it only moved is not one; blank lines and comments use nothing)."""
-    old = set(_lines(before))
-    return {line for line in _lines(after) if line not in old and line.strip()}
 
 
 def record(repo: Repo, head: str, findings: Sequence[AuditFinding]) -> None:

@@ -25,15 +25,16 @@ class Imports:
         return {n for first, last, _, _ in self.statements for n in range(first, last + 1)}
 
 
-def imports(text: bytes, tops: set[bytes], path: str) -> Imports:
-    """The imports of project modules (their first word one of `tops`, or relative)."""
+def imports(text: bytes, tops: set[bytes] | None, path: str) -> Imports:
+    """The imports of project modules (their first word one of `tops`, or relative), or of
+    any module with `tops` None."""
     out = Imports()
     rows = text.split(b"\n")
     row, at = 0, 0
     for m in _IMPORT.finditer(text):
         module = (m.group(1) or b"").decode("ascii", "replace")
         first = (m.group(1) or m.group(2).split(b",")[0].strip()).split(b".")[0]
-        if first and first not in tops:
+        if first and tops is not None and first not in tops:
             continue
         row, at = row + text.count(b"\n", at, m.start()), m.start()
         start = row

@@ -219,6 +219,7 @@ def run(repo: Repo, steps: Sequence[PatchResult], head: str, onto: str) -> list[
     paths = {p for s in applied for p in py.get(s.source, ())}
     repo.read_paths(result.sha, paths)  # the trees on the way, a few exchanges in all
     repo.read_paths(target, paths)
+    repo.read_commits([s.source for s in applied])  # one exchange; kept parsed
     work = []
     known: dict[str, set[str]] = {}  # path -> the blobs the series had: they compiled there
     for step in applied:
@@ -272,7 +273,7 @@ def _file(parsed: _Parsed, step: PatchResult, f: _File, source: _Tree, result: _
     found = parsed.imports(f.now, f.path, tops) if lines else pytext.Imports()
     at_imports = found.rows()
     lines = {n for n in lines
-             if n in at_imports or pytext.attributes(rows[n - 1], found.bound)}
+             if n in at_imports or found.mentions(rows[n - 1])}
     if not merged and not (lines and _unsure(rows, lines, found, result)):
         return []  # the file as the series had it, every name it adds resolves: no parse
     tree = parsed.tree(f.now)

@@ -21,8 +21,19 @@ class Imports:
     bound: dict[str, set[str]] = field(default_factory=dict)
     statements: list[tuple[int, int, str, list[tuple[str, str]]]] = field(default_factory=list)
 
+    _mention: re.Pattern[bytes] | None = None
+
     def rows(self) -> set[int]:
         return {n for first, last, _, _ in self.statements for n in range(first, last + 1)}
+
+    def mentions(self, line: bytes) -> bool:
+        """Whether `line` reads an attribute of a name these imports bind (one regex)."""
+        if not self.bound:
+            return False
+        if self._mention is None:
+            names = b"|".join(re.escape(n.encode()) for n in sorted(self.bound))
+            self._mention = re.compile(rb"\b(?:" + names + rb")\s*\.")
+        return bool(self._mention.search(line))
 
 
 def imports(text: bytes, tops: set[bytes] | None, path: str) -> Imports:

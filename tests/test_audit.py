@@ -178,3 +178,26 @@ def test_a_ci_cell_with_a_finding_is_not_validated(tmp_path: Path, series_root: 
     assert row["audit"] == [want]
     assert json.loads(Path(row["report"]).read_text())["audit"] == [want]  # validate's report
     assert f"<br>audit: {want}" in (tmp_path / "out" / "summary.md").read_text()
+
+
+def test_a_module_s_names_are_read_cautiously() -> None:
+    """Conditional, TYPE_CHECKING and `global` definitions count as defined; a star import,
+    a `__getattr__` that declares nothing, or globals() leave a missing name unknown."""
+    import ast
+
+    from carry.replay import pyfacts
+
+    def facts(text: str) -> pyfacts.Facts:
+        return pyfacts.facts(ast.parse(text), text.encode())
+
+    mod = facts("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from a import B\n"
+                "try:\n    import foo\nexcept ImportError:\n    foo = None\n"
+                "def f():\n    global Z\n    Z = 1\n"
+                "for I in range(3):\n    pass\nwith open('x') as W:\n    pass\n")
+    assert all(mod.defines(n) for n in ("B", "foo", "Z", "I", "W", "f"))
+    assert mod.defines("missing") is False
+    assert facts("from x import *\n").defines("Y") is None
+    assert facts("def __getattr__(name):\n    return 1\n").defines("Y") is None
+    assert facts("globals()['Y'] = 1\n").defines("Y") is None
+    declared = facts("NAMES = {'A': 1}\ndef __getattr__(name):\n    return NAMES[name]\n")
+    assert declared.defines("A") is True and declared.defines("Q") is False

@@ -70,6 +70,7 @@ class SeriesStatus:
     resolutions_note: str = ""  # what could not be checked
     pruned: dict[str, str] = field(default_factory=dict)  # file: why, with --prune
     pruned_version: int = 0
+    audit: dict[str, list[str]] = field(default_factory=dict)  # branch: its replay's findings
 
 
 @dataclass
@@ -104,8 +105,10 @@ def _branches(repo: Repo, series: Series, st: SeriesStatus, prune: bool) -> None
     """Every branch of the series with its tree; the per-tag ones a newer tag made obsolete,
     removed with `prune` when carry wrote them last."""
     from carry.rebase import branches
+    from carry.replay import audit
 
     st.branches = branches.of_series(repo, series.name)
+    st.audit = {b.branch: found for b in st.branches if (found := audit.recorded(repo, b.head))}
     branches.mark_obsolete(repo, series, st.branches)
     branches.keep_stopped(st.branches, series.name, [s.target for s in st.stopped])
     if prune:

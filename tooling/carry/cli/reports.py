@@ -53,6 +53,8 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
             elif p.status == "would-conflict":
                 render.say(f"  {r.target}: {p.file} would-conflict too, in "
                            f"{', '.join(p.forecast)} (by {p.author})")
+        for f in r.audit:
+            render.say(f"  {r.target}: {f.line}")
         for w in r.why:
             render.say(f"  {r.target}: {w['text']}")
         if r.message:
@@ -151,7 +153,7 @@ def show_validate(r: Report, as_json: bool) -> None:
     render.say(f"{r.series} v{r.version}: validate on {r.onto_ref} ({_short(r.onto)}), "
                f"result {_short(r.head)} (tree {_short(r.head_tree)}), {where}"
                + (" [cached]" if r.cached else ""))
-    for line in r.resolved:
+    for line in [*r.resolved, *r.audit]:
         render.say(f"  {line}")
     for s in r.steps:
         mark = "ok" if s.ok else s.status.upper()
@@ -238,7 +240,7 @@ def show_job(r: Any) -> None:
     render.table(f"carry ci: {r.status}", ["series", "target", "rebase", "drops", "head",
                                            "validation"], rows)
     for x in r.rows:
-        for line in x.resolved:
+        for line in [*x.resolved, *x.audit]:
             render.say(f"  {x.series} {x.target}: {line}")
     render.say(f"summary: {r.out}/summary.md")
     for a in r.loop:

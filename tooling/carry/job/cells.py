@@ -61,6 +61,7 @@ class Row:
     failing: list[dict[str, str]] = field(default_factory=list)  # verdict.triage: per test
     tail: str = ""  # the end of the failing pytest run's output, scrubbed
     time: str = ""  # when the cell ran (ISO 8601, UTC)
+    audit: list[str] = field(default_factory=list)  # replay.audit: what clean patches break
 
 
 @dataclass
@@ -92,6 +93,7 @@ def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, how: Options
 
         row.failing = verdict.triage(s, repo, onto, row.head, report, how.engine, how.python)
         row.tail = verdict.tail(report) if row.failing else ""
+    report.audit = row.audit  # built from the rebase's head: the audit is the rebase's
     path = how.out / artifact_name(s.name, row.target)
     atomic.write_json(path, to_data(report), indent=2)
     row.report = str(path)
@@ -154,7 +156,8 @@ def _rows(root: Path, names: list[str], repo: Repo, targets: list[str], onto: li
                       applied=sum(p.status == "applied" for p in r.patches),
                       dropped=[f"{p.file}: {p.reason}" for p in r.patches
                                if p.status == "dropped"], ref=r.ref, stop=r.conflict,
-                      resolved=[f"{p.file}: {p.reason}" for p in r.patches if p.resolutions])
+                      resolved=[f"{p.file}: {p.reason}" for p in r.patches if p.resolutions],
+                      audit=[f.line for f in r.audit])
             if r.conflict is not None:
                 row.conflict = f"{r.conflict.file} ({', '.join(r.conflict.paths)})"
                 row.would_conflict = [f"{p.file} ({', '.join(p.forecast)})" for p in r.patches
@@ -162,6 +165,8 @@ def _rows(root: Path, names: list[str], repo: Repo, targets: list[str], onto: li
                 row.why = r.why
             if r.status == "applied":
                 _validate(s, repo, row, r.onto, how)
+                if row.audit:  # applied is not correct: a cell with a finding is not validated
+                    row.validate += ", audit failed"
             rows.append(row)
     stamp = _now()
     for row in rows:
@@ -213,6 +218,7 @@ def markdown(result: JobResult) -> str:
             f"<br>would-conflict: {w}" for w in r.would_conflict) + "".join(
             f"<br>why: {w}" for w in tracking.why_lines(r.why))
         rebase_cell += "".join(f"<br>{x}" for x in r.resolved)
+        rebase_cell += "".join(f"<br>audit: {x}" for x in r.audit)
         drops = "<br>".join(r.dropped) or "-"
         lines.append(f"| {r.series} | {r.target} | {rebase_cell} | {drops} | "
                      f"{r.validate}: {r.summary} |")

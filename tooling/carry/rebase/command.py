@@ -31,6 +31,7 @@ from carry.replay.engine import (
     Conflict,
     Replayed,
     TargetResult,
+    audited,
     forecast,
     replay_target,
     run_steps,
@@ -179,8 +180,11 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
             r.status, r.head = "failed", ""
             r.message = f"a branch moved while carry worked; no branch was written ({exc})"
         return
+    from carry.replay import audit
+
     for (t, r), path in zip(done, paths, strict=True):
         r.updated = r.head != branches[t.slug][1]
+        audit.record(repo, r.head, r.audit)  # for `carry status`
         if refresh:
             r.refreshed = _refresh(series, repo, r, t)
         st.remove(repo, path)
@@ -317,6 +321,7 @@ def resume(series: Series, repo: Repo, action: str,
         if state["worktree"]:
             _remove_worktree(repo, Path(state["worktree"]))
         result.status, result.head = "applied", head
+        result.audit = audited(repo, result)
         # the finishing state replaces this one in place: a kill in between keeps the work
         _finish(series, repo, [(t, result)], {t.slug: branch}, refresh)
         return [result]

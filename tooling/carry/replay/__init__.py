@@ -7,5 +7,7 @@ and series only.
 - `engine`: the replay of one target, its forecast of later conflicts; `runs`: the series cut
   into runs of disjoint paths, one merge each;
 - `resolution`: a hand-resolved conflict becomes the patch's commit; `reuse`: a branch that
-  already holds the replay keeps its commits.
+  already holds the replay keeps its commits;
+- `audit`: what a cleanly applied patch breaks at the result (`pyfacts`, `pytext` read the
+  Python files without importing them).
 """

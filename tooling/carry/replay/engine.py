@@ -22,6 +22,7 @@ from carry.replay.targets import ResolvedTarget, fork_line
 from carry.series.store import Series
 
 if TYPE_CHECKING:  # loaded where a replay starts, not by a `--skip` that only reads results
+    from carry.replay.audit import AuditFinding
     from carry.replay.chain import Carried
     from carry.replay.drops import Drop
 
@@ -53,6 +54,7 @@ class TargetResult:
     refreshed: dict[str, Any] = field(default_factory=dict)
     recorded: dict[str, Any] = field(default_factory=dict)  # what --continue recorded
     line: str = ""  # the target's name when it is a fork branch, not upstream's line (`why`)
+    audit: list[AuditFinding] = field(default_factory=list)  # replay.audit: clean, not correct
 
     json_extra = ("why",)
 
@@ -169,7 +171,16 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
     result = TargetResult(series.name, target.name, target.ref, target.sha, status,
                           head if stop is None else "", steps,
                           line=fork_line(series, target.name, target.ref))
+    if stop is None:
+        result.audit = audited(repo, result)
     return Replayed(result, stop, paths, head, trial)
+
+
+def audited(repo: Repo, result: TargetResult) -> list[AuditFinding]:
+    """The audit of an applied result (`replay.audit`): what its clean patches break."""
+    from carry.replay import audit
+
+    return audit.run(repo, result.patches, result.head, result.onto)
 
 
 def replay(series: Series, repo: Repo, onto: str) -> TargetResult:

@@ -217,6 +217,7 @@ class Report:
     cached: bool = False
     cached_for: str = ""  # on a cache hit: this run's result commit, with the same tree
     resolved: list[str] = field(default_factory=list)  # "FILE: why", by recorded resolutions
+    audit: list[str] = field(default_factory=list)  # replay.audit: what clean patches break
 
     @property
     def exit_code(self) -> int:

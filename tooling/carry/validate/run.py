@@ -37,6 +37,7 @@ class Target:
     onto: str
     head: str
     resolved: tuple[str, ...] = ()  # "FILE: why", the patches a recorded resolution resolved
+    audit: tuple[str, ...] = ()  # replay.audit: what the clean patches break at the result
 
 
 def validate_dir(repo: Repo) -> Path:
@@ -73,11 +74,11 @@ def resolve_target(series: Series, repo: Repo, onto: str | None, commit: str | N
         return Target(onto or f"{commit}~{len(series.patches())}", base, head)
     assert onto is not None
     onto_sha = repo.rev_parse(onto)
-    head, resolved = _build(series, repo, onto_sha)
-    return Target(onto, onto_sha, head, resolved)
+    return Target(onto, onto_sha, *_build(series, repo, onto_sha))
 
 
-def _build(series: Series, repo: Repo, onto: str) -> tuple[str, tuple[str, ...]]:
+def _build(series: Series, repo: Repo,
+           onto: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """The series replayed as `carry rebase` would, with no ref, state or worktree written."""
     from carry.replay.engine import replay
 
@@ -92,7 +93,7 @@ def _build(series: Series, repo: Repo, onto: str) -> tuple[str, tuple[str, ...]]
             hint=f"carry rebase {series.name} --onto {onto[:12]} resolves it; "
                  "then validate --commit")
     return result.head, tuple(f"{p.file}: {p.reason}" for p in result.patches
-                              if p.resolutions)
+                              if p.resolutions), tuple(f.line for f in result.audit)
 
 
 WORKTREE_STEM = "carry-validate-"
@@ -161,7 +162,7 @@ def run(
         if hit is not None:
             if early:
                 cache.link(store, early, key)
-            return _answer(repo, series, hit, t.head, list(t.resolved), record)
+            return _answer(repo, series, hit, t.head, list(t.resolved), record, list(t.audit))
     engine.check()
     stamp = dt.datetime.now(dt.UTC)
     validate_dir(repo).mkdir(parents=True, exist_ok=True)
@@ -204,7 +205,7 @@ def run(
         started=stamp.isoformat(timespec="seconds"),
         seconds=round(time.monotonic() - started, 3),
         hook_notes=[d.note for d in decisions if d.note], baseline=base,
-        resolved=list(t.resolved),
+        resolved=list(t.resolved), audit=list(t.audit),
     )
     data = to_data(report)
     atomic.write_json(run_dir / "report.json", data)
@@ -259,10 +260,12 @@ def _early_key(series: Series, repo: Repo, onto: str, baseline: bool,
 
 
 def _answer(repo: Repo, series: Series, hit: dict[str, Any], head: str,
-            resolved: list[str] | None = None, record: bool = True) -> Report:
+            resolved: list[str] | None = None, record: bool = True,
+            audit: list[str] | None = None) -> Report:
     report = Report.from_data(hit)
     if resolved is not None:  # how this build got its tree, which another run may share
         report.resolved = resolved
+        report.audit = audit or []
     # the record of what ran stays; today's commit may differ only in its dates
     report.cached, report.cached_for = True, head
     # another series with the same plan may have filled the entry: this is its run now

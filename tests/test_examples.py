@@ -1,6 +1,6 @@
-"""docs/examples/flagship-pr-body.md is exactly what the command docs/commands.md gives makes, and it covers
-every section of #643's description with facts rendered, not hard-coded; the dashboard that
-ci/README.md shows is exactly what `python -m tests.examples dashboard` makes."""
+"""docs/examples/flagship-pr-body.md is exactly what the command in docs/commands.md makes,
+and it covers every section of #643's description with facts rendered, not hard-coded; the
+dashboard that ci/README.md shows is exactly what `python -m tests.examples dashboard` makes."""
 
 from __future__ import annotations
 

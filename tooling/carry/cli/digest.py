@@ -77,6 +77,9 @@ def _patches(r: Any) -> None:
     for p in r.patches:
         if p.status in ("dropped", "skipped") or (p.reason and p.status != "conflict"):
             render.say(render.fit(f"  {p.file[:4]} {p.status}: {p.reason}"))
+    for f in r.audit:  # clean is not correct: each finding is news, never cut
+        for line in render.wrap(f.line, "  "):
+            render.say(line)
 
 
 def _foreseen(r: Any) -> None:

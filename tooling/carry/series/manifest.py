@@ -1,9 +1,7 @@
-"""The manifest, `series/<name>/series.toml`: its dataclasses, and reading and writing it.
-
-Reading is strict: every key is checked for its type, and a key the reader never asked for
-(a misspelt `requried`) is an error, not a silent default. Writing leaves out what is empty,
-so that a hand-written manifest and a rewritten one look alike.
-"""
+"""The manifest, `series/<name>/series.toml`: its dataclasses, reading and writing it. Reading
+is strict: every key is checked for its type, and a key the reader never asked for (a misspelt
+`requried`) is an error, not a silent default. Writing leaves out what is empty, so that a
+hand-written manifest and a rewritten one look alike."""
 
 from __future__ import annotations
 
@@ -19,6 +17,7 @@ from carry.series.names import check_repo as check_repo
 
 SCHEMA = 1
 T = TypeVar("T")
+
 
 class ManifestError(CarryError):
     """A manifest field is wrong; the message names the file, the key and what was expected."""

@@ -169,9 +169,6 @@ class Manifest:
                          f"{', '.join(names) or 'none'})", hint=did_you_mean(name, names))
 
 
-# -- loading -----------------------------------------------------------------------------------
-
-
 class _Reader:
     """Typed access to a TOML table that names the file and key in every error.
 
@@ -304,10 +301,10 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
     t = r.sub("test")
     m.test = TestPlan(
         image=t.text("image"), python=t.text("python", "python"),
-        requirements=t.strs("requirements"),
+        requirements=t.strs("requirements"), suites=t.strs("suites"),
         pytest_args=t.strs("pytest_args", TestPlan().pytest_args),
-        suites=t.strs("suites"), diff_check=t.get("diff_check", bool, True),
-        env=t.get("env", dict, {}), allow_empty=t.strs("allow_empty"))
+        diff_check=t.get("diff_check", bool, True), env=t.get("env", dict, {}),
+        allow_empty=t.strs("allow_empty"))
     if not all(isinstance(v, str) for v in m.test.env.values()):  # a name is a TOML string
         raise t.fail("env", "a table of strings", m.test.env)
     m.test.hooks = [Hook(id=h.text("id"), stage=h.text("stage"), fallback=h.text("fallback"))
@@ -341,9 +338,6 @@ def _repository(r: _Reader) -> Repository:
         except CarryError:
             raise r.fail("repo", "OWNER/REPO", repo.repo) from None
     return repo
-
-
-# -- saving ------------------------------------------------------------------------------------
 
 
 def dump_manifest(m: Manifest) -> str:

@@ -45,9 +45,11 @@ def stopped(upstream: CommitBuilder, make_series: MakeSeries,
 
 
 def _snapshot(repo: Path) -> dict[str, Any]:
-    """Refs (but carry's content-addressed cache), worktree bytes, index bytes, worktrees."""
+    """Refs (but carry's content-addressed cache and the ref that keeps a stop's commits from
+    gc), worktree bytes, index bytes, worktrees."""
     refs = [line for line in git(repo, "for-each-ref", "--format=%(refname) %(objectname)",
-                                 ).splitlines() if not line.startswith("refs/carry/cache/")]
+                                 ).splitlines()
+            if not line.startswith(("refs/carry/cache/", "refs/carry/stops/"))]
     files = {}
     for p in sorted(repo.rglob("*")):
         if ".git" not in p.relative_to(repo).parts and p.is_file():

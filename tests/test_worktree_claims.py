@@ -270,3 +270,36 @@ def test_abort_and_quit_drop_the_refs_that_kept_a_stop(upstream: CommitBuilder,
         assert git(upstream.path, "for-each-ref", "refs/carry/stops") != ""
         assert run_carry("rebase", end, *args).code == 0
         assert git(upstream.path, "for-each-ref", "refs/carry/stops") == ""
+
+
+def test_a_resolution_that_takes_the_patchs_whole_file_names_what_it_undoes(
+        upstream: CommitBuilder, series_root: Path) -> None:
+    """F16 #12: `git checkout --theirs F` resolves the conflict and also reverts the target's
+    clean change to F elsewhere (h3 here). `--continue` names the undone line and asks for
+    `--force`; a resolution that keeps it goes on."""
+    args = _stopped(upstream, series_root)
+    upstream.commit("Upstream h3", {"src/util.py": util(h3=303, h10=101)})
+    assert run_carry("rebase", "demo", "--onto", "main", *args).code == 1
+    r = run_carry("rebase", "--resolve", "--json", *args)
+    wt = Path(json.loads(r.out)[0]["conflict"]["worktree"])
+    git(wt, "checkout", "--theirs", "--", "src/util.py")
+    assert (wt / "src/util.py").read_text() == util(h1=10, h10=100)
+    r = run_carry("rebase", "--continue", *args)
+    assert r.code == 2 and "undoes 1 line(s)" in r.err and "return 303" in r.err, r.err
+    assert "--force" in r.err and (wt / "src/util.py").read_text() == util(h1=10, h10=100)
+    (wt / "src/util.py").write_text(util(h1=10, h3=303, h10=100))  # keeps upstream's h3
+    assert run_carry("rebase", "--continue", *args).code == 0
+
+
+def test_force_keeps_a_whole_file_resolution(upstream: CommitBuilder,
+                                             series_root: Path) -> None:
+    args = _stopped(upstream, series_root)
+    upstream.commit("Upstream h3", {"src/util.py": util(h3=303, h10=101)})
+    assert run_carry("rebase", "demo", "--onto", "main", *args).code == 1
+    wt = Path(json.loads(run_carry("rebase", "--resolve", "--json", *args).out)[0]
+              ["conflict"]["worktree"])
+    git(wt, "checkout", "--theirs", "--", "src/util.py")
+    r = run_carry("rebase", "--continue", "--force", *args)
+    assert r.code == 0, r.err
+    kept = git(upstream.path, "show", "carry/demo/main:src/util.py")
+    assert kept.strip() == util(h1=10, h10=100).strip()

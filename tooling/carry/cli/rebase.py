@@ -42,7 +42,9 @@ def rebase(
              "is printed).")] = False,
     fetch: Annotated[bool, Flag(help="Fetch the manifest's remotes first.")] = False,
     dry_run: Annotated[bool, Flag("--dry-run", help="Report only; write no ref.")] = False,
-    force: Annotated[bool, Flag(help="Move a --branch that carry did not write last.")] = False,
+    force: Annotated[bool, Flag(
+        help="Move a --branch that carry did not write last; with --continue, keep a "
+             "resolution that undoes lines the target changed.")] = False,
     continue_: Annotated[bool, Flag(
         "--continue", help="Go on after a resolved conflict (with --refresh, then commit "
                            "series/NAME as printed).")] = False,

@@ -60,10 +60,14 @@ class Ident:
 
     @classmethod
     def parse(cls, raw: str) -> Ident:
-        m = re.match(r"^(.*) <(.*)> ([0-9]{1,20} [+-][0-9]{4})$", raw)
-        if not m:
-            raise GitError(f"cannot parse identity line {raw!r}")
-        return cls(m.group(1), m.group(2), m.group(3))
+        # Linear on any input: `(.*) <(.*)>` backtracks quadratically over a line of many
+        # " <" (an ident is text a commit carries); the name ends at the last " <".
+        who, _, date = raw.rpartition("> ")
+        name, sep, email = who.rpartition(" <")
+        if "\n" in raw or not sep or not re.fullmatch(r"[0-9]{1,20} [+-][0-9]{4}", date,
+                                                      re.ASCII):
+            raise GitError(f"cannot parse identity line {raw[:200]!r}")
+        return cls(name, email, date)
 
     def line(self) -> str:
         return f"{self.name} <{self.email}> {self.date}"

@@ -62,7 +62,8 @@ def run(series: Series, repo: Repo, opts: Options, action: Action,
         return command.run(series, repo, opts)
     extra = [n for n, on in (("--branch", opts.branch), ("--refresh", opts.refresh),
                              ("--fetch", opts.fetch), ("--dry-run", opts.dry_run),
-                             ("--force", opts.force)) if on]
+                             ("--force", opts.force and action is not Action.CONTINUE))
+             if on]
     if extra:
         raise CarryError(f"{action.value} resumes the saved rebase; {', '.join(extra)} cannot "
                          "change it now")
@@ -78,7 +79,7 @@ def run(series: Series, repo: Repo, opts: Options, action: Action,
         if action is Action.CONTINUE and edit.at_edit(series, repo, which):
             return edit.resume(series, repo, which)
         return command.resume(series, repo, "skip" if action is Action.SKIP else "continue",
-                              which)
+                              which, force=opts.force)
 
 
 def exit_code(results: Outcome) -> int:

@@ -249,7 +249,7 @@ def _put_back(series: Series, repo: Repo, finishing: list[dict[str, Any]]) -> se
 
 
 def resume(series: Series, repo: Repo, action: str,
-           which: Sequence[str] = ()) -> list[TargetResult]:
+           which: Sequence[str] = (), force: bool = False) -> list[TargetResult]:
     """`--continue` or `--skip` on the stopped target(s). A skip (or a resolution that adds
     nothing) takes the forecast's trial up to the next stop, merging nothing; a resolution
     replays the rest. `--continue` at a stop with no worktree yet takes a resolution recorded
@@ -288,7 +288,7 @@ def resume(series: Series, repo: Repo, action: str,
             keep_untracked(repo, Path(state["worktree"]))
             try:
                 resolved = take_resolution(repo, Path(state["worktree"]), step, head,
-                                           state["paths"], committer)
+                                           state["paths"], committer, force)
             except CarryError:  # markers left: resolved since on another target, recorded?
                 resolved = take_recorded(series, repo, step, head, committer) or ""
                 if not resolved:

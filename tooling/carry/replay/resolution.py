@@ -17,10 +17,11 @@ _MARKER = re.compile(rb"^(?:<{7}|>{7})(?: |$)", re.M)
 
 
 def take_resolution(repo: Repo, wt: Path, step: PatchResult, head: str, paths: Sequence[str],
-                    committer: Ident) -> str:
+                    committer: Ident, force: bool = False) -> str:
     """The resolved worktree as the stopped patch's commit (its author and message kept), or
     a drop when the resolution leaves nothing; refused while conflict markers remain that
-    neither side had."""
+    neither side had, and (unless `force`) while a path taken whole from the patch's side
+    undoes lines the target changed."""
     if not wt.is_dir():
         raise CarryError(f"the conflict worktree {wt} is gone", hint="carry rebase --abort")
     work = Repo(wt.resolve())
@@ -36,6 +37,8 @@ def take_resolution(repo: Repo, wt: Path, step: PatchResult, head: str, paths: S
                                  hint="resolve them, or carry rebase --skip")
     finally:
         work.close()
+    if not force:
+        _refuse_undoing_the_target(repo, wt, step, head, paths)
     if tree == repo.read_commit(head).tree:
         step.status, step.reason = "dropped", "empty after the conflict was resolved"
         return head
@@ -43,6 +46,50 @@ def take_resolution(repo: Repo, wt: Path, step: PatchResult, head: str, paths: S
                             source.encoding)
     step.status, step.reason, step.commit = "applied", "conflict resolved", new
     return new
+
+
+def _refuse_undoing_the_target(repo: Repo, wt: Path, step: PatchResult, head: str,
+                               paths: Sequence[str]) -> None:
+    """`git checkout --theirs F` resolves a conflict by taking the patch's whole file, which
+    also reverts every clean change the target made to F since the patch's base. That is
+    rarely meant and invisible in the result, so it is named, line by line, and needs
+    `--force`."""
+    source = repo.read_commit(step.source)
+    base_rev = source.parents[0] if source.parents else ""
+    for p in paths:
+        data = (wt / p).read_bytes() if (wt / p).is_file() and not (wt / p).is_symlink() else None
+        theirs, ours = repo.show_file(step.source, p), repo.show_file(head, p)
+        base = repo.show_file(base_rev, p) if base_rev else None
+        if data is None or data != theirs or ours is None or base is None or ours == base:
+            continue
+        kept = set(data.splitlines())
+        undone = [ln for ln in _clean_changes(base, ours, theirs) if ln not in kept]
+        if undone:
+            first = undone[0].decode("utf-8", "replace").strip()[:60]
+            raise CarryError(
+                f"{p}: the resolution is the patch's whole file, which undoes {len(undone)} "
+                f"line(s) the target changed cleanly, outside the conflict (first: {first!r})",
+                hint="keep the target's lines and the patch's change together, or "
+                     "carry rebase --continue --force to leave them undone")
+
+
+def _clean_changes(base: bytes, ours: bytes, theirs: bytes) -> list[bytes]:
+    """The lines the target (`ours`) adds or rewrites relative to `base` in hunks that do not
+    touch what the patch (`theirs`) changes: the changes git merged cleanly."""
+    import difflib
+
+    def ops(new: list[bytes]) -> list[tuple[str, int, int, int, int]]:
+        matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+        return [op for op in matcher.get_opcodes() if op[0] != "equal"]
+
+    old, mine, patch = base.splitlines(), ours.splitlines(), theirs.splitlines()
+    touched = [(i1, max(i2, i1 + 1)) for _t, i1, i2, _j1, _j2 in ops(patch)]
+    out: list[bytes] = []
+    for _tag, i1, i2, j1, j2 in ops(mine):
+        lo, hi = i1 - 1, max(i2, i1 + 1) + 1  # an adjacent change conflicts too
+        if not any(a < hi and lo < b for a, b in touched):
+            out.extend(ln for ln in mine[j1:j2] if ln.strip())
+    return out
 
 
 def record(series: Series, repo: Repo, step: PatchResult, head: str, resolved: str,

@@ -138,7 +138,7 @@ def dashboard_body() -> str:
     from carry.job import board as boardmod
     from carry.job import steer
     from carry.job.cells import Row
-    from carry.job.loop import Action
+    from carry.job.shared import Action
     from carry.series.store import find
 
     def sha(what: str) -> str:

@@ -346,7 +346,7 @@ def test_at_most_n_opened_per_run_and_the_rest_wait(site: Site) -> None:
 def test_the_run_and_each_series_bound_what_is_opened(site: Site) -> None:
     """--open-limit bounds the run; a manifest's [ci] open_limit its own series."""
     from carry.git import Repo
-    from carry.job import loop
+    from carry.job import shared
 
     s = seriesmod.find(site.root, "good")
     s.manifest.ci.open_limit = 2
@@ -358,7 +358,7 @@ def test_the_run_and_each_series_bound_what_is_opened(site: Site) -> None:
     repo = Repo.open(str(site.up.path))
 
     def room(limit: int, taken: dict[str, int]) -> tuple[bool, bool]:
-        ctx = loop._Context(repo, loop.Options(open_limit=limit), opened=dict(taken))
+        ctx = shared.Context(repo, shared.Options(open_limit=limit), opened=dict(taken))
         return ctx.room(s), ctx.room(other)
 
     assert room(0, {"good": 1}) == (True, True)

@@ -31,7 +31,7 @@ from carry.publish.github import DEFAULT_MAX_WAIT as MAX_WAIT
 
 if TYPE_CHECKING:
     from carry.job.cells import Options as JobOptions
-    from carry.job.loop import Options as LoopOptions
+    from carry.job.shared import Options as LoopOptions
 else:
     JobOptions = LoopOptions = object  # imported when a command runs (cli.grouped)
 
@@ -72,9 +72,9 @@ def _job_flags(
     out: Out = Path("carry-out"),
 ) -> JobOptions:
     """How a job runs, declared once for `carry ci` and `carry ci run` (see cli.grouped)."""
-    from carry.job import cells as job
+    from carry.job import cells
 
-    return job.Options(engine=engine, python=python, fetch=fetch, out=out)
+    return cells.Options(engine=engine, python=python, fetch=fetch, out=out)
 
 
 def _loop_flags(
@@ -91,7 +91,7 @@ def _loop_flags(
 ) -> LoopOptions:
     """The loop's flags, declared once for `carry ci`, `carry ci run` and `carry ci loop`."""
     from carry.base import redact
-    from carry.job import loop
+    from carry.job import shared as loop
 
     if token_env:
         redact.register_env(token_env)  # masked, and kept from the target's code
@@ -130,10 +130,10 @@ def ci_job(
         return
     from carry.cli import reports
     from carry.git import Repo
-    from carry.job import cells as jobmod
+    from carry.job import cells
 
     root = _root(series_dir)
-    result = jobmod.run(root, names or [], Repo.open(_repo(repo, root, *(names or []))),
+    result = cells.run(root, names or [], Repo.open(_repo(repo, root, *(names or []))),
                         target or [], onto or [], job, _with_dashboard(loop, dashboard))
     reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
@@ -168,15 +168,15 @@ def ci_matrix(
     from carry.base import redact
     from carry.cli import views
     from carry.git import Repo
-    from carry.job import cells as job
-    from carry.job import loop
+    from carry.job import cells
+    from carry.job import shared as loop
 
     if token_env:
         redact.register_env(token_env)  # masked, and kept from the target's code
     root = _root(series_dir)
     board = loop.Options(forge_repo=forge_repo, api_url=api_url, token_env=token_env,
                          max_wait=max_wait, dashboard=True) if dashboard else None
-    views.show_matrix(*job.matrix(root, Repo.open(_repo(repo, root)), ledger, force, board))
+    views.show_matrix(*cells.matrix(root, Repo.open(_repo(repo, root)), ledger, force, board))
 
 
 @ci_app.command("run")
@@ -211,12 +211,12 @@ def ci_run(
 
     from carry.cli import reports
     from carry.git import Repo
-    from carry.job import cells as jobmod
+    from carry.job import cells
 
     if retry:
         job = replace(job, retry=frozenset({(name, target_name)}))
     root = _root(series_dir)
-    result = jobmod.run_cell(root, name, target_name, ref, Repo.open(_repo(repo, root, name)),
+    result = cells.run_cell(root, name, target_name, ref, Repo.open(_repo(repo, root, name)),
                              job, ledger, force, loop)
     reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
@@ -243,10 +243,10 @@ def ci_loop(
     """
     from carry.cli import reports
     from carry.git import Repo
-    from carry.job import cells as job
+    from carry.job import cells
 
     root = _root(series_dir)
-    result = job.loop_from(root, Repo.open(_repo(repo, root)), summaries or [], out,
+    result = cells.loop_from(root, Repo.open(_repo(repo, root)), summaries or [], out,
                            _with_dashboard(loop, dashboard))
     reports.show_job(result, json)
     raise typer.Exit(result.exit_code)

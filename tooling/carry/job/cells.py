@@ -21,9 +21,9 @@ from carry.base.data import to_data
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.job import tracking
-from carry.job.loop import Options as LoopOptions
+from carry.job.shared import Action, Row
+from carry.job.shared import Options as LoopOptions
 from carry.rebase import command as rebase
-from carry.replay.engine import Conflict
 from carry.series import store as seriesmod
 
 
@@ -41,36 +41,12 @@ class Options:
 
 
 @dataclass
-class Row:
-    series: str
-    target: str
-    onto: str
-    rebase: str  # applied | conflict | failed
-    head: str = ""
-    applied: int = 0
-    dropped: list[str] = field(default_factory=list)
-    conflict: str = ""
-    validate: str = "not run"  # passed | failed | cached passed | error | not run
-    summary: str = ""
-    report: str = ""
-    ref: str = ""  # the tag or branch `onto` resolved from
-    stop: Conflict | None = None  # the patch, author and paths of a conflict
-    would_conflict: list[str] = field(default_factory=list)  # later patches, with their paths
-    resolved: list[str] = field(default_factory=list)  # "FILE: why", by recorded resolutions
-    why: list[dict[str, Any]] = field(default_factory=list)  # replay.why.explain: roots first
-    failing: list[dict[str, str]] = field(default_factory=list)  # verdict.triage: per test
-    tail: str = ""  # the end of the failing pytest run's output, scrubbed
-    time: str = ""  # when the cell ran (ISO 8601, UTC)
-    audit: list[str] = field(default_factory=list)  # replay.audit: what clean patches break
-
-
-@dataclass
 class JobResult:
     status: str  # passed | failed
     rows: list[Row]
     out: str
-    loop: list[Any] = field(default_factory=list)  # loop.Action: PRs and issues (opt-in)
-    dashboard: list[Any] = field(default_factory=list)  # loop.Action: the dashboard (opt-in)
+    loop: list[Action] = field(default_factory=list)  # PRs and issues (opt-in)
+    dashboard: list[Action] = field(default_factory=list)  # the dashboard (opt-in)
 
     @property
     def exit_code(self) -> int:

@@ -13,10 +13,10 @@ from urllib.parse import quote, unquote
 
 from carry.job import verdict
 from carry.publish import github as forgemod
-from carry.publish import owned, text
+from carry.publish import owned, repository, text
 
 if TYPE_CHECKING:
-    from carry.job.loop import Action, _Context
+    from carry.job.shared import Action, Context
     from carry.series.store import Series, Target
 
 MARK = "<!-- carry:failing "
@@ -85,10 +85,10 @@ def body(series: str, target: str, ref: str, upstream: str, failing: list[dict[s
     return text.bounded("\n".join(head + rows + end) + "\n")
 
 
-def _find(ctx: _Context, full: str, series: str, target: str
+def _find(ctx: Context, full: str, series: str, target: str
           ) -> list[tuple[forgemod.IssueInfo, dict[str, str]]]:
     out = []
-    for issue in ctx.forge().repo(full).open_issues(MARK):
+    for issue in repository.repo(ctx.forge(), full).open_issues(MARK):
         fields = matches(issue.body, series, target)
         if fields is None:
             continue
@@ -100,8 +100,8 @@ def _find(ctx: _Context, full: str, series: str, target: str
     return out
 
 
-def track(ctx: _Context, s: Series, target: str, row: Any) -> list[Action]:
-    from carry.job.loop import Action, forge_repo
+def track(ctx: Context, s: Series, target: str, row: Any) -> list[Action]:
+    from carry.job.shared import Action, forge_repo
 
     full = forge_repo(s, ctx.opts)
     head = title(s.name, target, row.ref)
@@ -116,12 +116,12 @@ def track(ctx: _Context, s: Series, target: str, row: Any) -> list[Action]:
         elif ctx.opts.dry_run:
             act.action = "would-update"
         else:
-            ctx.forge().repo(full).edit_issue(issue.number, title=head, body=text)
+            repository.repo(ctx.forge(), full).edit_issue(issue.number, title=head, body=text)
             act.action = "updated"
     elif not ctx.room(s):
         act.action, act.note = "waiting", ctx.waiting_note("its failing-tests issue")
     elif not ctx.opts.dry_run:
-        made = ctx.forge().repo(full).create_issue(head, text)
+        made = repository.repo(ctx.forge(), full).create_issue(head, text)
         ctx.took(s)
         act.action, act.number, act.url = "opened", made.number, made.url
     else:
@@ -129,10 +129,10 @@ def track(ctx: _Context, s: Series, target: str, row: Any) -> list[Action]:
     return [act]
 
 
-def close(ctx: _Context, s: Series, target: Target, row: Any) -> list[Action]:
+def close(ctx: Context, s: Series, target: Target, row: Any) -> list[Action]:
     """Tests that pass close the issue, unless the failure it tracks is on a newer tag (two
     tag cells of one run finish in any order), as a conflict's issue."""
-    from carry.job.loop import Action, forge_repo
+    from carry.job.shared import Action, forge_repo
 
     full = forge_repo(s, ctx.opts)
     out = []
@@ -145,7 +145,7 @@ def close(ctx: _Context, s: Series, target: Target, row: Any) -> list[Action]:
             act.action = "skipped"
             act.note = f"left open: it tracks {fields.get('ref', seen)}, not contained in {row.ref}"
         elif not ctx.opts.dry_run:
-            ctx.forge().repo(full).close_issue(issue.number, (
+            repository.repo(ctx.forge(), full).close_issue(issue.number, (
                 f"carry: the tests of `{s.name}` pass on `{row.ref}` (`{row.onto[:12]}`); "
                 "closing."))
             act.action = "closed"

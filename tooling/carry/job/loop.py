@@ -3,7 +3,7 @@ refreshes the series, pushes it and opens or updates its one PR (through `carry 
 conflict opens or updates one tracking issue per (series, target), and so do failing tests
 (failing.py); a later clean run closes it with a comment. At most `open_limit` PRs and
 issues are opened per run; the rest wait for a later one. Every GitHub request goes through
-`forge.py`. Only the PRs and issues the token's own account opened are the loop's
+`publish/github.py`. Only the PRs and issues the token's own account opened are the loop's
 (owned.py): an issue someone else opened with the tracking marker is never edited or closed.
 
 `--dry-run` reads (to tell "open" from "update") and writes nothing: no series version, no
@@ -12,93 +12,23 @@ ref, no push, no request that writes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.job import failing, tracking
+from carry.job.shared import Action, Context, Options, forge_repo
 from carry.publish import github as forgemod
-from carry.publish import owned
+from carry.publish import owned, repository
 from carry.publish import remote as remotemod
 from carry.series import store as seriesmod
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from carry.job.cells import Row
+    from carry.job.shared import Row
     from carry.replay.engine import TargetResult
-
-
-@dataclass(kw_only=True)
-class Options:
-    open_pr: bool = False
-    track_issues: bool = False
-    dry_run: bool = False
-    forge_repo: str | None = None  # default: the manifest's [fork].repo
-    base: str | None = None  # the PR's base branch; default: [fork].branch, else main
-    remote: str | None = None  # default: the manifest's [fork].remote, else origin
-    api_url: str | None = None
-    token_env: str | None = None  # default: $GH_TOKEN, then $GITHUB_TOKEN (forge.py)
-    max_wait: float = forgemod.DEFAULT_MAX_WAIT
-    open_limit: int = 0  # at most this many PRs and issues opened per run; 0: no limit
-    dashboard: bool = False  # keep the dashboard issue (steer.py)
-
-    @property
-    def enabled(self) -> bool:
-        return self.open_pr or self.track_issues or self.dashboard
-
-    @property
-    def access(self) -> forgemod.Access:
-        return forgemod.Access(self.api_url, self.token_env, self.max_wait)
-
-
-@dataclass
-class Action:
-    series: str
-    target: str
-    ref: str
-    kind: str  # pr | issue
-    action: str  # opened | updated | closed | unchanged | skipped | failed | waiting | would-...
-    number: int = 0
-    url: str = ""
-    note: str = ""
-
-
-@dataclass
-class _Context:
-    repo: Repo
-    opts: Options
-    _forge: forgemod.Forge | None = field(default=None, repr=False)
-    opened: dict[str, int] = field(default_factory=dict)  # series -> PRs and issues opened
-
-    def forge(self) -> forgemod.Forge:
-        if self._forge is None:
-            self._forge = self.opts.access.connect()
-        return self._forge
-
-    def room(self, s: seriesmod.Series) -> bool:
-        """Whether this run may open one more PR or issue: --open-limit bounds the run, the
-        manifest's [ci].open_limit the series (Renovate's prHourlyLimit, per run)."""
-        total, mine, cap = sum(self.opened.values()), self.opened.get(s.name, 0), \
-            s.manifest.ci.open_limit
-        return (not self.opts.open_limit or total < self.opts.open_limit) and (
-            not cap or mine < cap)
-
-    def took(self, s: seriesmod.Series) -> None:
-        self.opened[s.name] = self.opened.get(s.name, 0) + 1
-
-    def waiting_note(self, what: str) -> str:
-        return f"{what} opens on a later run: this one opened as many as it may"
-
-
-def forge_repo(s: seriesmod.Series, opts: Options) -> str:
-    name = opts.forge_repo or s.manifest.fork.repo
-    if not name or "/" not in name:
-        raise CarryError(f"the loop needs the GitHub repository of {s.name}: its manifest "
-                         "names no [fork].repo", hint="pass --forge-repo OWNER/NAME")
-    return name
 
 
 def check(s: seriesmod.Series, opts: Options) -> None:
@@ -110,7 +40,7 @@ def check(s: seriesmod.Series, opts: Options) -> None:
 
 
 def run(root: Path, repo: Repo, rows: list[Row], opts: Options) -> list[Action]:
-    ctx = _Context(repo, opts)
+    ctx = Context(repo, opts)
     actions: list[Action] = []
     for row in rows:
         if row.rebase not in ("applied", "conflict"):
@@ -143,7 +73,7 @@ def run(root: Path, repo: Repo, rows: list[Row], opts: Options) -> list[Action]:
 # -- a clean result: refresh, push, one PR ----------------------------------------------------
 
 
-def _refresh_and_pr(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target,
+def _refresh_and_pr(ctx: Context, s: seriesmod.Series, target: seriesmod.Target,
                     row: Row) -> list[Action]:
     from carry.publish import pr as prmod
     from carry.rebase import command as rebase
@@ -212,10 +142,10 @@ def _keep_published(repo: Repo, result: TargetResult, published_ref: str) -> Non
 # -- tracking issues -------------------------------------------------------------------------
 
 
-def _find(ctx: _Context, full: str, series: str, target: str
+def _find(ctx: Context, full: str, series: str, target: str
           ) -> list[tuple[forgemod.IssueInfo, dict[str, str]]]:
     out = []
-    for issue in ctx.forge().repo(full).open_issues(tracking.MARK):
+    for issue in repository.repo(ctx.forge(), full).open_issues(tracking.MARK):
         fields = tracking.matches(issue.body, series, target)
         if fields is None:
             continue
@@ -227,7 +157,7 @@ def _find(ctx: _Context, full: str, series: str, target: str
     return out
 
 
-def _track(ctx: _Context, s: seriesmod.Series, target: str, row: Row) -> list[Action]:
+def _track(ctx: Context, s: seriesmod.Series, target: str, row: Row) -> list[Action]:
     stop = row.stop
     if stop is None:
         raise CarryError(f"{s.name} conflicted on {row.ref} without a conflict report")
@@ -250,12 +180,12 @@ def _track(ctx: _Context, s: seriesmod.Series, target: str, row: Row) -> list[Ac
         elif ctx.opts.dry_run:
             act.action = "would-update"
         else:
-            ctx.forge().repo(full).edit_issue(issue.number, title=title, body=text)
+            repository.repo(ctx.forge(), full).edit_issue(issue.number, title=title, body=text)
             act.action = "updated"
     elif not ctx.room(s):
         act.action, act.note = "waiting", ctx.waiting_note("its tracking issue")
     elif not ctx.opts.dry_run:
-        made = ctx.forge().repo(full).create_issue(title, text)
+        made = repository.repo(ctx.forge(), full).create_issue(title, text)
         ctx.took(s)
         act.action, act.number, act.url = "opened", made.number, made.url
     else:
@@ -263,7 +193,7 @@ def _track(ctx: _Context, s: seriesmod.Series, target: str, row: Row) -> list[Ac
     return [act]
 
 
-def _close(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target,
+def _close(ctx: Context, s: seriesmod.Series, target: seriesmod.Target,
            row: Row) -> list[Action]:
     """A clean result closes the issue unless the conflict it tracks is on something newer
     (two tag cells of one run finish in any order): a branch target's head is always the
@@ -279,7 +209,7 @@ def _close(ctx: _Context, s: seriesmod.Series, target: seriesmod.Target,
             act.action = "skipped"
             act.note = f"left open: it tracks {fields.get('ref', seen)}, not contained in {row.ref}"
         elif not ctx.opts.dry_run:
-            ctx.forge().repo(full).close_issue(issue.number,
+            repository.repo(ctx.forge(), full).close_issue(issue.number,
                                     tracking.closing_comment(s.name, row.ref, row.onto))
             act.action = "closed"
         out.append(act)

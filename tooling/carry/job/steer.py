@@ -25,12 +25,12 @@ from carry.base.errors import CarryError
 from carry.job import board as boardmod
 from carry.job.board import Board, Cell
 from carry.publish import github as forgemod
-from carry.publish import owned
+from carry.publish import owned, repository
 from carry.series import store as seriesmod
 
 if TYPE_CHECKING:
     from carry.git import Repo
-    from carry.job.loop import Action, Options
+    from carry.job.shared import Action, Options
 
 
 SHOWN = 10  # failing tests a cell lists: the rest are in its issue (300 would pass the limit)
@@ -56,7 +56,7 @@ class Steering:
 
 def repo_of(series: Sequence[seriesmod.Series], opts: Options) -> str:
     """The one repository the dashboard lives in: --forge-repo, else the series' fork."""
-    from carry.job.loop import forge_repo
+    from carry.job.shared import forge_repo
 
     found = sorted({forge_repo(s, opts) for s in series})
     if len(found) > 1:
@@ -77,7 +77,7 @@ def read(root: Path, opts: Options) -> Steering:
 
 def _find(forge: forgemod.Forge, full: str) -> tuple[Board, forgemod.IssueInfo | None]:
     mine = []
-    for issue in forge.repo(full).open_issues(boardmod.MARK):
+    for issue in repository.repo(forge, full).open_issues(boardmod.MARK):
         if not boardmod.is_dashboard(issue.body):
             continue
         if owned.issue_is_mine(forge, issue):
@@ -91,7 +91,7 @@ def _find(forge: forgemod.Forge, full: str) -> tuple[Board, forgemod.IssueInfo |
 
 def _verified(forge: forgemod.Forge, full: str, issue: forgemod.IssueInfo) -> Board:
     """carry's own last revision, with each later box change that a writer made."""
-    gh = forge.repo(full)
+    gh = repository.repo(forge, full)
     me = forge.me()
     edits = gh.body_edits(issue.number, me)
     if not edits:  # never edited: the body is the one carry opened the issue with
@@ -251,7 +251,7 @@ def _pending(s: seriesmod.Series, repo: Repo) -> dict[str, list[str]]:
 
 def publish(st: Steering, new: Board, dry_run: bool, now: str) -> Action:
     """Open the dashboard, or edit it when its text changed; `last_run` moves only then."""
-    from carry.job.loop import Action
+    from carry.job.shared import Action
 
     text = boardmod.render(new)
     current = st.issue.body if st.issue else ""
@@ -264,9 +264,9 @@ def publish(st: Steering, new: Board, dry_run: bool, now: str) -> Action:
     if st.issue is None:
         if dry_run:
             return Action("", "", "", "dashboard", "would-open")
-        made = forge.repo(st.repo).create_issue(boardmod.TITLE, text)
+        made = repository.repo(forge, st.repo).create_issue(boardmod.TITLE, text)
         return Action("", "", "", "dashboard", "opened", made.number, made.url)
     if dry_run:
         return Action("", "", "", "dashboard", "would-update", st.issue.number, st.issue.url)
-    forge.repo(st.repo).edit_issue(st.issue.number, title=boardmod.TITLE, body=text)
+    repository.repo(forge, st.repo).edit_issue(st.issue.number, title=boardmod.TITLE, body=text)
     return Action("", "", "", "dashboard", "updated", st.issue.number, st.issue.url)

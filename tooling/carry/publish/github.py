@@ -19,15 +19,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from carry.base import redact
-from carry.publish.retry import retry_of
-
-if TYPE_CHECKING:
-    from carry.publish.repository import GitHubRepo
 from carry.base.errors import CarryError
+from carry.publish.retry import retry_of
 
 DEFAULT_API = "https://api.github.com"
 DEFAULT_MAX_WAIT = 60.0
@@ -160,7 +157,7 @@ class Forge:
             from carry.series.manifest import check_repo
 
             check_repo(full_name)  # `../../x` would reach another endpoint of the API
-            self._repos[full_name] = self._call(f"repository {full_name}",
+            self._repos[full_name] = self.call(f"repository {full_name}",
                                                 lambda: self._gh.get_repo(full_name))
         return self._repos[full_name]
 
@@ -205,7 +202,7 @@ class Forge:
                              f"{type(exc).__name__}",
                              hint="check --api-url / $GITHUB_API_URL") from None
 
-    def _call(self, what: str, fn: Callable[[], T],
+    def call(self, what: str, fn: Callable[[], T],
               lost: Callable[[], T | None] | None = None) -> T:
         """fn(), tried again while GitHub says to and the --max-wait budget lasts. A request
         that creates passes `lost`: a 502 may come after GitHub made the object, so before
@@ -244,7 +241,7 @@ class Forge:
         """The login of the token's account, read once: what carry opened is what this account
         opened (see owned.py)."""
         if self._me is None:
-            self._me = self._call("the token's own account", self._whoami)
+            self._me = self.call("the token's own account", self._whoami)
         return self._me
 
     def _whoami(self) -> str:
@@ -263,11 +260,6 @@ class Forge:
             raise ValueError("no login")
         return login
 
-    def repo(self, full_name: str) -> GitHubRepo:
-        """The handle every request about `owner/name` goes through."""
-        from carry.publish.repository import GitHubRepo
-
-        return GitHubRepo(self, full_name)
 
 
 def _clock(epoch: str) -> str:

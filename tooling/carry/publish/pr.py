@@ -17,7 +17,7 @@ from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.publish import body as prbody
 from carry.publish import github as forgemod
-from carry.publish import owned
+from carry.publish import owned, repository
 from carry.publish import remote as remotemod
 from carry.series import dco
 from carry.series import patches as patchmod
@@ -178,7 +178,7 @@ def find_open(forge: forgemod.Forge, forge_repo: str,
               names: list[str]) -> list[forgemod.PullInfo]:
     """carry's open PRs for exactly this set of series, whatever their branch; a line for
     each one that carries the marker but is someone else's."""
-    pulls = forge.repo(forge_repo).open_pulls()
+    pulls = repository.repo(forge, forge_repo).open_pulls()
     mine, others = owned.split(forge, forge_repo, marked(pulls, names))
     for p in others:
         owned.ignore_pull(forge, forge_repo, p, _marker(names))
@@ -261,11 +261,11 @@ def run(series_list: list[Series], repo: Repo, req: Request) -> PrResult:
         result.action, result.number, result.url = "unchanged", existing.number, existing.url
         return result  # nothing to write: a loop run twice asks nothing of GitHub twice
     if existing:
-        pr = forge.repo(req.forge_repo).edit_pull(existing.number, title=body.title,
+        pr = repository.repo(forge, req.forge_repo).edit_pull(existing.number, title=body.title,
                                                   body=body.text)
         result.action = "updated"
     else:
-        pr = forge.repo(req.forge_repo).create_pull(body.title, body.text, req.branch,
+        pr = repository.repo(forge, req.forge_repo).create_pull(body.title, body.text, req.branch,
                                                     req.base, req.draft)
         result.action = "opened"
     result.number, result.url = pr.number, pr.url
@@ -275,7 +275,7 @@ def run(series_list: list[Series], repo: Repo, req: Request) -> PrResult:
 def _open_pr(forge: forgemod.Forge, result: PrResult) -> forgemod.PullInfo | None:
     """carry's open PR for the series set, if any, checked before anything is pushed: its
     base is this base, and no other open PR proposes the branch carry would push to."""
-    pulls = forge.repo(result.repo).open_pulls()
+    pulls = repository.repo(forge, result.repo).open_pulls()
     mine, others = owned.split(forge, result.repo, marked(pulls, result.series))
     existing = mine[0] if mine else None
     if existing and existing.base != result.base:

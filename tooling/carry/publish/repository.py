@@ -1,5 +1,5 @@
 """One GitHub repository as carry uses it: every endpoint carry calls, each going through its
-`Forge`'s error mapping and retry (`Forge._call`), each text it sends scrubbed first. A
+`Forge`'s error mapping and retry (`Forge.call`), each text it sends scrubbed first. A
 handle is cheap; the repository itself is read once per run, on its first request."""
 
 from __future__ import annotations
@@ -90,17 +90,17 @@ class GitHubRepo:
         kw = {"state": "open", "sort": "created", "direction": "asc"}
         if base:
             kw["base"] = base
-        return self.forge._call(f"pull requests of {self.name}",
+        return self.forge.call(f"pull requests of {self.name}",
                           lambda: [_pull(p) for p in repo.get_pulls(**kw)])
 
     def pull(self, number: int) -> PullInfo:
         repo = self._gh_repo()
-        return self.forge._call(f"pull request {self.name}#{number}",
+        return self.forge.call(f"pull request {self.name}#{number}",
                           lambda: _pull(repo.get_pull(number)))
 
     def pull_commits(self, number: int) -> list[str]:
         repo = self._gh_repo()
-        return self.forge._call(f"commits of {self.name}#{number}",
+        return self.forge.call(f"commits of {self.name}#{number}",
                           lambda: [c.sha for c in repo.get_pull(number).get_commits()])
 
     def create_pull(self, title: str, body: str, head: str, base: str,
@@ -114,7 +114,7 @@ class GitHubRepo:
                                                           base=base)
                          if p.user and p.user.login == self.forge.me()), None)
 
-        return self.forge._call(
+        return self.forge.call(
             f"a new pull request in {self.name}",
             lambda: _pull(repo.create_pull(title=redact.scrub(title), body=_body(body),
                                            head=head, base=base, draft=draft)), lost)
@@ -127,11 +127,11 @@ class GitHubRepo:
             pr.edit(**_fields(fields))
             return _pull(repo.get_pull(number))
 
-        return self.forge._call(f"pull request {self.name}#{number}", edit)
+        return self.forge.call(f"pull request {self.name}#{number}", edit)
 
     def comments(self, number: int) -> list[CommentInfo]:
         repo = self._gh_repo()
-        return self.forge._call(
+        return self.forge.call(
             f"comments of {self.name}#{number}",
             lambda: [CommentInfo(c.id, c.body or "", c.user.login)
                      for c in repo.get_issue(number).get_comments()])
@@ -152,13 +152,13 @@ class GitHubRepo:
                 return CommentInfo(last.id, last.body or "", last.user.login)
             return None
 
-        return self.forge._call(f"a comment on {self.name}#{number}", post, lost)
+        return self.forge.call(f"a comment on {self.name}#{number}", post, lost)
 
     def merge_sha(self, number: int) -> str:
         """The commit a merged PR became on its base, from its `merged` event (the API version
         carry speaks has no `merge_commit_sha` on a pull request)."""
         repo = self._gh_repo()
-        return self.forge._call(
+        return self.forge.call(
             f"events of {self.name}#{number}",
             lambda: next((e.commit_id or "" for e in repo.get_issue(number).get_events()
                           if e.event == "merged"), ""))
@@ -173,7 +173,7 @@ class GitHubRepo:
         if since:
             kw["since"] = dt.datetime.strptime(since, "%Y-%m-%dT%H:%M:%SZ").replace(
                 tzinfo=dt.UTC)
-        return self.forge._call(
+        return self.forge.call(
             f"comments of {self.name}",
             lambda: [(int(c.issue_url.rstrip("/").rsplit("/", 1)[1]),
                       CommentInfo(c.id, c.body or "", c.user.login if c.user else ""))
@@ -181,12 +181,12 @@ class GitHubRepo:
 
     def delete_comment(self, number: int, comment_id: int) -> None:
         repo = self._gh_repo()
-        self.forge._call(f"comment {comment_id} on {self.name}#{number}",
+        self.forge.call(f"comment {comment_id} on {self.name}#{number}",
                    lambda: repo.get_issue(number).get_comment(comment_id).delete())
 
     def add_label(self, number: int, label: str) -> None:
         repo = self._gh_repo()
-        self.forge._call(f"labels of {self.name}#{number}",
+        self.forge.call(f"labels of {self.name}#{number}",
                    lambda: repo.get_issue(number).add_to_labels(label))
 
     # -- issues (the CI loop's tracking issues) -------------------------------------------
@@ -195,7 +195,7 @@ class GitHubRepo:
         """Open issues (not pull requests) whose body holds `marker`; the caller parses it.
         GitHub lists pull requests among issues, so they are left out here."""
         repo = self._gh_repo()
-        return self.forge._call(
+        return self.forge.call(
             f"issues of {self.name}",
             lambda: [_issue(i) for i in repo.get_issues(state="open", sort="created",
                                                         direction="asc")
@@ -213,14 +213,14 @@ class GitHubRepo:
                     return _issue(i) if (i.title, i.body or "") == sent else None
             return None
 
-        return self.forge._call(f"a new issue in {self.name}",
+        return self.forge.call(f"a new issue in {self.name}",
                                 lambda: _issue(repo.create_issue(title=sent[0], body=sent[1])),
                                 lost)
 
     def edit_issue(self, number: int, **fields: str) -> None:
         """One PATCH: the issue object is lazy, so nothing is read first."""
         repo = self._gh_repo()
-        self.forge._call(f"issue {self.name}#{number}", lambda: repo.get_issue(number).edit(
+        self.forge.call(f"issue {self.name}#{number}", lambda: repo.get_issue(number).edit(
             **_fields(fields)))
 
     def close_issue(self, number: int, comment: str) -> CommentInfo:
@@ -239,7 +239,7 @@ class GitHubRepo:
         after: str | None = None
         for _ in range(pages):
             page = partial(self._edits_page, number, after)
-            nodes, after = self.forge._call(f"the edits of {self.name}#{number}", page)
+            nodes, after = self.forge.call(f"the edits of {self.name}#{number}", page)
             got += nodes
             if after is None or any(e.editor.casefold() == mine.casefold() for e in nodes):
                 order = sorted(range(len(got)), key=lambda i: (got[i].at, -i))
@@ -282,7 +282,7 @@ class GitHubRepo:
             except UnknownObjectException:
                 return False
 
-        return self.forge._call(f"the permission of {login} on {self.name}", ask)
+        return self.forge.call(f"the permission of {login} on {self.name}", ask)
 
 def _body(body: str) -> str:
     """Every body carry sends: scrubbed of tokens, then within GitHub's limit."""
@@ -307,3 +307,8 @@ def _pull(p: Any) -> PullInfo:
         head_repo=p.head.repo.full_name if p.head.repo else "",
         created=p.created_at.strftime("%Y-%m-%dT%H:%M:%SZ") if p.created_at else "",
     )
+
+
+def repo(forge: Forge, full_name: str) -> GitHubRepo:
+    """The handle every request about `owner/name` goes through."""
+    return GitHubRepo(forge, full_name)

@@ -38,7 +38,7 @@ from carry.base.flock import flocked
 from carry.git import Repo
 from carry.publish import body as prbody
 from carry.publish import github as forgemod
-from carry.publish import owned
+from carry.publish import owned, repository
 from carry.publish import remote as remotemod
 from carry.series import store as seriesmod
 from carry.series.store import Provenance, Series
@@ -224,15 +224,15 @@ def _machine_lock(api: str, forge_repo: str, by: int) -> Iterator[None]:
 
 def _comment_once(forge: forgemod.Forge, forge_repo: str, look: Looked,
                   by: forgemod.PullInfo, series: Series) -> None:
-    me = forge.me()
-    if any(_is_done(c, by.number, me) for c in forge.repo(forge_repo).comments(look.number)):
+    me, gh = forge.me(), repository.repo(forge, forge_repo)
+    if any(_is_done(c, by.number, me) for c in gh.comments(look.number)):
         look.actions.append("comment already posted")
         return
-    mine = forge.repo(forge_repo).comment(look.number, comment_text(by, series, look.matched))
-    first = min(c.id for c in forge.repo(forge_repo).comments(look.number)
+    mine = gh.comment(look.number, comment_text(by, series, look.matched))
+    first = min(c.id for c in gh.comments(look.number)
                 if _is_done(c, by.number, me) or c.id == mine.id)
     if first != mine.id:  # another machine's run posted first: keep one comment
-        forge.repo(forge_repo).delete_comment(look.number, mine.id)
+        repository.repo(forge, forge_repo).delete_comment(look.number, mine.id)
         look.actions.append("comment already posted by another run; deleted the duplicate")
     else:
         look.actions.append("commented")
@@ -245,7 +245,7 @@ def _unrecorded(forge: forgemod.Forge, series: Series, forge_repo: str,
     whatever became of the run, so they are found by it (the token's account, #N's marker),
     in one listing of the comments written since #N was opened."""
     me = forge.me()
-    numbers = sorted({n for n, c in forge.repo(forge_repo).comments_since(by.created)
+    numbers = sorted({n for n, c in repository.repo(forge, forge_repo).comments_since(by.created)
                       if n != by.number and _is_done(c, by.number, me)})
     out = []
     for n in numbers:
@@ -253,7 +253,7 @@ def _unrecorded(forge: forgemod.Forge, series: Series, forge_repo: str,
         if prov is not None and (prov.state, prov.superseded_by) == (
                 "closed", f"{forge_repo}#{by.number}"):
             continue
-        p = forge.repo(forge_repo).pull(n)
+        p = repository.repo(forge, forge_repo).pull(n)
         if p.state == "closed" and not p.merged:  # open: looked at as any open PR is
             out.append(Looked(p.number, p.title, p.author, p.base,
                               [f"carry's comment: superseded by #{by.number}"], "record",
@@ -318,10 +318,11 @@ def run(series: Series, forge_repo: str, by_number: int, repo: Repo | None,
     if repo is not None and pulls_remote is not None:  # before any request: a local mistake
         remotemod.check(repo, pulls_remote)
     forge = access.connect()
-    by = forge.repo(forge_repo).pull(by_number)
+    by = repository.repo(forge, forge_repo).pull(by_number)
     check_by(series, by, forge_repo, base, forge)
     if by.merged:
-        by = dataclasses.replace(by, merge_sha=forge.repo(forge_repo).merge_sha(by.number))
+        merged_as = repository.repo(forge, forge_repo).merge_sha(by.number)
+        by = dataclasses.replace(by, merge_sha=merged_as)
     target = base or by.base
     state = "merged" if by.merged else "draft" if by.draft else "open"
     result = SupersedeResult(series.name, forge_repo, by.number, state, target,
@@ -337,7 +338,7 @@ def run(series: Series, forge_repo: str, by_number: int, repo: Repo | None,
         ids = _series_ids(repo, series)
         theirs = commits.of(by.number)
         by_ids = set(theirs) if theirs is not None else None
-    for p in forge.repo(forge_repo).open_pulls():
+    for p in repository.repo(forge, forge_repo).open_pulls():
         if p.number != by.number:
             result.pulls.append(_evaluate(series, p, by, forge_repo, target, commits, ids or {},
                                           by_ids, opts))
@@ -348,7 +349,7 @@ def run(series: Series, forge_repo: str, by_number: int, repo: Repo | None,
         me = forge.me()
         for look in closing:
             done = any(_is_done(c, by.number, me)
-                       for c in forge.repo(forge_repo).comments(look.number))
+                       for c in repository.repo(forge, forge_repo).comments(look.number))
             look.actions = ["comment already posted" if done else "would comment",
                             *([f"would label {opts.label}"] if opts.label else []),
                             "would close"]
@@ -363,9 +364,9 @@ def run(series: Series, forge_repo: str, by_number: int, repo: Repo | None,
         for look in closing:
             _comment_once(forge, forge_repo, look, by, series)
             if opts.label:
-                forge.repo(forge_repo).add_label(look.number, opts.label)
+                repository.repo(forge, forge_repo).add_label(look.number, opts.label)
                 look.actions.append(f"labelled {opts.label}")
-            forge.repo(forge_repo).edit_pull(look.number, state="closed")
+            repository.repo(forge, forge_repo).edit_pull(look.number, state="closed")
             look.actions.append("closed")
         result.provenance = _record(series, forge_repo, by, [*closing, *result.unrecorded])
         for look in result.unrecorded:

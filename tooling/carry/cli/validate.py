@@ -53,9 +53,9 @@ def validate(
 
     root = _root(series_dir)
     found = series.find(root, name)
-    report = validate_run.run(found, Repo.open(_repo(repo, root, name)), onto, commit,
-                              engine, python, baseline, not no_cache,
-                              progress=None if json else render.progress("validating"),
-                              allow_no_tests=allow_no_tests)
+    report = validate_run.run(found, Repo.open(_repo(repo, root, name)), validate_run.Request(
+        onto=onto, commit=commit, engine=engine, python=python, baseline=baseline,
+        use_cache=not no_cache, progress=None if json else render.progress("validating"),
+        allow_no_tests=allow_no_tests))
     reports.show_validate(report, json)
     raise typer.Exit(report.exit_code)

@@ -58,9 +58,9 @@ def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, how: Options
 
     try:
         # The rebased head on its target, which may hold fewer commits than the series.
-        report = validate.run(s, repo, None, f"{onto}..{row.head}", engine_name=how.engine,
-                              python=how.python,
-                              use_cache=(s.name, row.target.split("@", 1)[0]) not in how.retry)
+        report = validate.run(s, repo, validate.Request(
+            commit=f"{onto}..{row.head}", engine=how.engine, python=how.python,
+            use_cache=(s.name, row.target.split("@", 1)[0]) not in how.retry))
     except CarryError as exc:
         row.validate, row.summary = "error", exc.line()
         return

@@ -51,8 +51,8 @@ def triage(s: Series, repo: Repo, onto: str, head: str, report: Report, engine: 
     alone = replace(s, manifest=replace(s.manifest, test=replace(tp, hooks=[],
                                                                  diff_check=False)))
     try:
-        base = validate.run(alone, repo, None, f"{onto}..{commit}", engine_name=engine,
-                            python=python, record=False)
+        base = validate.run(alone, repo, validate.Request(
+            commit=f"{onto}..{commit}", engine=engine, python=python, record=False))
     except CarryError as exc:
         return [{"test": t, "message": m, "verdict": f"not known: {exc.line()}"}
                 for t, m in failing.items()]

@@ -117,52 +117,83 @@ def _worktrees(repo: Repo, commits: dict[str, str]) -> Iterator[dict[str, Repo]]
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run(
-    series: Series,
-    repo: Repo,
-    onto: str | None,
-    commit: str | None,
-    engine_name: str = "local",
-    python: str | None = None,
-    baseline: bool = False,
-    use_cache: bool = True,
-    progress: Progress | None = None,
-    allow_no_tests: bool = False,
-    record: bool = True,  # False: a side run (the CI's upstream check) is not the last report
-) -> Report:
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    """What one validation is asked: the target (`onto`, or an explicit `commit` range), where
+    it runs, and how its answer is kept."""
+
+    onto: str | None = None
+    commit: str | None = None
+    engine: str = "local"
+    python: str | None = None
+    baseline: bool = False
+    use_cache: bool = True
+    progress: Progress | None = None
+    allow_no_tests: bool = False
+    record: bool = True  # False: a side run (the CI's upstream check) is not the last report
+
+
+def run(series: Series, repo: Repo, req: Request) -> Report:
+    """The report of `req` on `series`: from the cache when everything its outcome depends on
+    is the same (checked twice: before the build, by the target's name, and after, by trees),
+    else from a fresh run whose report is then kept."""
     tp = series.manifest.test
     if not (tp.suites or tp.hooks or tp.diff_check):
         raise CarryError(f"series {series.name} has no test plan", hint="fill in its [test] table")
     plan.check(tp)
-    engine = engines.make(engine_name, tp.image, python or tp.python, tp.env)
-    if engine_name == "local":
+    engine = engines.make(req.engine, tp.image, req.python or tp.python, tp.env)
+    if req.engine == "local":
         engine.check()  # a missing interpreter is bad input even when a report is cached
-    inputs = _inputs(engine, series, allow_no_tests)
+    inputs = _inputs(engine, series, req.allow_no_tests)
     store = validate_dir(repo) / "cache"
-    early = _early_key(series, repo, onto, baseline, inputs) if onto and not commit else ""
-    if use_cache and early:
+    early = _early_key(series, repo, req.onto, req.baseline, inputs) \
+        if req.onto and not req.commit else ""
+    if req.use_cache and early:
         hit = cache.follow(store, early)
         if hit is not None:
-            return _answer(repo, series, hit, hit.get("head", ""), record=record)
-    t = resolve_target(series, repo, onto, commit)
+            return _answer(repo, series, hit, hit.get("head", ""), record=req.record)
+    t = resolve_target(series, repo, req.onto, req.commit)
     _check_suites(series, repo, t)
-    started = time.monotonic()
-    changed = repo.changed_files(t.onto, t.head)
     test_files = [p for p in repo.changed_files(t.onto, t.head, deleted=True)
                   if plan.is_test_file(p, tp.suites)]
-    modules = [p for p in test_files
-               if p in changed and plan.is_test_module(p) and _in_suites(p, tp.suites)]
-    base_commit = proof.baseline_commit(repo, t.onto, t.head, test_files) if baseline else ""
-    head_tree = repo.rev_parse(t.head, "tree")
-    trees = {"head_tree": head_tree, "onto_tree": repo.rev_parse(t.onto, "tree"),
+    base_commit = proof.baseline_commit(repo, t.onto, t.head, test_files) \
+        if req.baseline else ""
+    trees = {"head_tree": repo.rev_parse(t.head, "tree"),
+             "onto_tree": repo.rev_parse(t.onto, "tree"),
              "baseline_tree": repo.rev_parse(base_commit, "tree") if base_commit else None}
     key = cache.key({**trees, **inputs})
-    if use_cache:
-        hit = cache.load(store, key)
-        if hit is not None:
+    if req.use_cache and (hit := cache.load(store, key)) is not None:
+        if early:
+            cache.link(store, early, key)
+        return _answer(repo, series, hit, t.head, list(t.resolved), req.record, list(t.audit))
+    report = _fresh(series, repo, req, engine, t, (test_files, base_commit, key))
+    data = to_data(report)
+    atomic.write_json(Path(report.run_dir) / "report.json", data)
+    if req.record:
+        atomic.write_json(last_report_path(repo, series.name), data)
+    if all(r.status != steps.NOT_INSTALLED and (r.kind != "install" or r.ok)
+           for r in report.steps):
+        # a failed install is the network's, not the series': never cached
+        after = _inputs(engine, series, req.allow_no_tests)  # as the install left it
+        for ins in [inputs] + ([after] if after != inputs else []):
+            k = cache.key({**trees, **ins})
+            cache.store(store, k, {**data, "cache_key": k})
             if early:
-                cache.link(store, early, key)
-            return _answer(repo, series, hit, t.head, list(t.resolved), record, list(t.audit))
+                cache.link(store, _early_key(series, repo, req.onto or "", req.baseline, ins),
+                           k)
+    return report
+
+
+def _fresh(series: Series, repo: Repo, req: Request, engine: engines.Engine, t: Any,
+           found: tuple[list[str], str, str]) -> Report:
+    """Run the plan on the target in throw-away worktrees: the steps, then the JUnit counts
+    and (with a baseline) which tests the change proves."""
+    tp = series.manifest.test
+    test_files, base_commit, key = found
+    started = time.monotonic()
+    changed = repo.changed_files(t.onto, t.head)
+    modules = [p for p in test_files
+               if p in changed and plan.is_test_module(p) and _in_suites(p, tp.suites)]
     engine.check()
     stamp = dt.datetime.now(dt.UTC)
     validate_dir(repo).mkdir(parents=True, exist_ok=True)
@@ -173,7 +204,7 @@ def run(
     decisions = plan.resolve_hooks(tp.hooks, config)
     resolved = plan.build(tp, engine.python, changed, decisions, str(run_dir / "pytest.xml"),
                           (t.onto, t.head),
-                          (modules, str(run_dir / "baseline.xml")) if baseline else None)
+                          (modules, str(run_dir / "baseline.xml")) if req.baseline else None)
     commits = {"head": t.head, **({"baseline": base_commit} if base_commit else {})}
     with _worktrees(repo, commits) as wts:
         mounts = [engines.Mount(wts["head"].path.parent), engines.Mount(run_dir)]
@@ -182,44 +213,30 @@ def run(
         mounts.sort(key=lambda m: len(m.path.parts))
         with engine.session(mounts) as session:
             results = steps.run_steps(resolved, session, wts, repo, (t.onto, t.head), run_dir,
-                                      progress)
+                                      req.progress)
         tests = _parse(run_dir / "pytest.xml", tp.suites, wts["head"].path)
         steps.empty_suites(results, tests, tp.suites, tp.allow_empty)
         base = None
-        if baseline:
+        if req.baseline:
             base = proof.judge(repo, t.onto, t.head, base_commit, test_files, modules, tests,
                                _parse(run_dir / "baseline.xml", modules, wts["baseline"].path))
     ok = all(r.ok for r in results) and not (base and base.flagged)
     summary = summary_line(tests, len(tp.suites)) if tp.suites else (
         "no tests ran: the plan names no suites" + (
-            " (accepted with --allow-no-tests)" if allow_no_tests
+            " (accepted with --allow-no-tests)" if req.allow_no_tests
             else "; add [test].suites, or pass --allow-no-tests"))
-    ok = ok and (bool(tp.suites) or allow_no_tests)
-    report = Report(
+    ok = ok and (bool(tp.suites) or req.allow_no_tests)
+    return Report(
         series=series.name, version=series.manifest.version, onto_ref=t.onto_ref, onto=t.onto,
-        head=t.head, head_tree=head_tree, engine=engine.name,
+        head=t.head, head_tree=repo.rev_parse(t.head, "tree"), engine=engine.name,
         image=tp.image if engine.name != "local" else "", python=engine.python,
-        changed=changed, steps=results, tests=tests, suites=list(tp.suites),
-        summary=summary,
+        changed=changed, steps=results, tests=tests, suites=list(tp.suites), summary=summary,
         status="passed" if ok else "failed", cache_key=key, run_dir=str(run_dir),
         started=stamp.isoformat(timespec="seconds"),
         seconds=round(time.monotonic() - started, 3),
         hook_notes=[d.note for d in decisions if d.note], baseline=base,
         resolved=list(t.resolved), audit=list(t.audit),
     )
-    data = to_data(report)
-    atomic.write_json(run_dir / "report.json", data)
-    if record:
-        atomic.write_json(last_report_path(repo, series.name), data)
-    if all(r.status != steps.NOT_INSTALLED and (r.kind != "install" or r.ok) for r in results):
-        # a failed install is the network's, not the series': never cached
-        after = _inputs(engine, series, allow_no_tests)  # as the install left the interpreter
-        for ins in [inputs] + ([after] if after != inputs else []):
-            k = cache.key({**trees, **ins})
-            cache.store(store, k, {**data, "cache_key": k})
-            if early:
-                cache.link(store, _early_key(series, repo, onto or "", baseline, ins), k)
-    return report
 
 
 def _inputs(engine: engines.Engine, series: Series, allow_no_tests: bool) -> dict[str, Any]:

@@ -135,7 +135,9 @@ class Result:
 
 def run_carry(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Result:
     """The real console entry point in a subprocess, as a user would run it."""
-    full = dict(os.environ, **(env or {}))
+    # the terminal's size is the test's to give (COLUMNS=80), never inherited from the run
+    full = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    full.update(env or {})
     proc = subprocess.run([sys.executable, "-m", "carry", *args], cwd=cwd, env=full,
                           capture_output=True, text=True)
     return Result(proc.returncode, proc.stdout, proc.stderr)

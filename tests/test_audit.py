@@ -65,14 +65,15 @@ def test_a_clean_patch_using_a_name_only_a_skipped_patch_defines_is_named(
         'os.getenv("PKG_BETA", "0")', 'os.getenv("PKG_BETA", "1")')})
     make_series(up, "feature")
     assert _carry(up, series_root, "rebase", "demo", "--onto", "main").code == 1
-    res = _carry(up, series_root, "rebase", "--skip")
+    res = _carry(up, series_root, "rebase", "--skip", "-v")
     assert res.code == 0, res.out + res.err
     want = "0002 applies cleanly but uses envs.PKG_NEW, which only the skipped 0001 defines"
     assert f"main: {want}" in res.out
     # envs.PKG_ALPHA is declared to the module's __getattr__, h3 is defined: no finding
     assert "PKG_ALPHA" not in res.out and "h3" not in res.out
     status = _carry(up, series_root, "status", "demo")
-    assert status.code == 0 and f"    audit: {want}" in status.out, status.out + status.err
+    said = " ".join(status.out.split())  # folded to the terminal's width, never cut
+    assert status.code == 0 and f"audit: {want}" in said, status.out + status.err
     data = json.loads(_carry(up, series_root, "status", "demo", "--json").out)
     assert data["series"][0]["audit"] == {"carry/demo/main": [want]}
 
@@ -138,7 +139,7 @@ def test_a_hostile_file_is_reported_not_audited_never_a_traceback(
                        "pkg/neg.py": use + "y = " + "-" * 150_000 + "1\n",
                        "pkg/plain.py": "z = " + "-" * 150_000 + "1\n"})  # never parsed
     make_series(up, "feature")
-    res = _carry(up, series_root, "rebase", "demo", "--onto", "main")
+    res = _carry(up, series_root, "rebase", "demo", "--onto", "main", "-v")
     assert res.code == 0 and "Traceback" not in res.err, res.err
     assert "main: 0001: could not audit pkg/deep.py: nested too deeply to parse" in res.out
     assert "main: 0001: could not audit pkg/neg.py: nested too deeply to parse" in res.out

@@ -251,6 +251,7 @@ def test_check_dco_names_a_few_unsigned_patches_in_its_series_line(
     importer.run(series_root, "many", str(upstream.path), rng="base..feature")
     r = run_carry("check", "many", "--dco", "--series-dir", str(series_root))
     assert r.code == 1
-    [line] = [ln for ln in r.out.splitlines() if "patch(es) lack" in ln]
-    assert "6 patch(es) lack" in line and "and 3 more" in line and "0004-" not in line
+    said = " ".join(r.out.split())  # folded to the terminal's width
+    line = said[said.index("6 patch(es) lack"):said.index("and 3 more") + len("and 3 more")]
+    assert "0004-" not in line and len(line) < 300
     assert r.out.count("DCO: no Signed-off-by from its author") == 6

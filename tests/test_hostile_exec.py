@@ -151,8 +151,8 @@ def test_the_loop_pushes_with_its_token_over_http(
         assert r.code == 0, r.out + r.err
         (act,) = json.loads(r.out)["loop"]
         assert (act["kind"], act["action"]) == ("pr", "opened"), act
-        assert git(tmp_path / "origin.git", "rev-parse", "refs/heads/carry/good") == git(
-            up.path, "rev-parse", "carry/good")
+        assert git(tmp_path / "origin.git", "rev-parse", "refs/heads/carry/good/tip") == git(
+            up.path, "rev-parse", "carry/good/tip")
         assert served.denied == 0  # every request of the push carried the token
         assert GITHUB_TOKEN not in r.out + r.err
     finally:

@@ -98,11 +98,11 @@ def test_everyday_output_fits_80_columns_and_says_what_to_do(
     assert f"    paths: {PATHS[9]}" in lines
     assert "  0012 would conflict too: builds on 0010, which conflicts" in lines
     nxt = next(ln for ln in lines if ln.startswith("  next: "))
-    assert nxt.split("next: ", 1)[1] == f"carry rebase --repo {up.path} --continue " \
+    assert nxt.split("next: ", 1)[1] == f"carry rebase --repo {up.path} --resolve " \
         f"--series-dir {series_root}"
     assert lines[-1] == "  or --skip to leave 0010 out, --abort to undo the rebase"
     assert len(lines) <= 16  # 16 patches: the applied ones are counted, not listed
-    made = _carry(ctx, "rebase", "--continue")  # makes the conflict worktree
+    made = _carry(ctx, "rebase", "--resolve")  # makes the conflict worktree
     wt = next(ln for ln in made.out.splitlines() if ln.startswith("  resolve in "))[13:]
     (Path(wt) / PATHS[9]).write_text("X = 10\nY = 9\n")
     done = _carry(ctx, "rebase", "--continue")

@@ -289,13 +289,13 @@ def test_a_fork_branch_target_calls_its_commits_by_the_target_not_upstream(
     """The same history as a branch of the fork's remote (`origin/dev`): the cause is a
     commit of that branch, which the line names by the target, never as upstream's."""
     git(fifty.up.path, "update-ref", "refs/remotes/origin/dev", "main")
-    res = fifty.carry("rebase", "demo", "--onto", "origin/dev", "--dry-run")
+    res = fifty.carry("rebase", "demo", "--onto", "origin/dev", "--dry-run", "-v")
     assert res.code == 1, res.err
     want = (f"origin/dev: 0001 conflicts since origin/dev commit "
             f"{fifty.causes['0001'][:12]} 'Retune h3 (#1020)'")
     assert want in [line.strip() for line in res.out.splitlines()]
     assert "upstream" not in "".join(line for line in res.out.splitlines() if "0001" in line)
-    dry = fifty.carry("rebase", "demo", "--onto", "main", "--dry-run")  # upstream's line
+    dry = fifty.carry("rebase", "demo", "--onto", "main", "--dry-run", "-v")  # upstream's
     assert f"0001 conflicts since upstream {fifty.causes['0001'][:12]}" in dry.out
 
 
@@ -317,8 +317,8 @@ def test_a_root_no_single_commit_explains_says_which_git_log_to_read(
     up.commit("Docs (#7)", {"docs/a.md": "a\n"})
     up.commit("Tweak h5 (#8)", {"src/util.py": util(h5=55)})
     make_series(up, "feature", base="forkbase", targets=[Target(name="main", ref="main")])
-    res = run_carry("rebase", "demo", "--onto", "main", "--dry-run", "--repo", str(up.path),
-                    "--series-dir", str(up.path.parent / "series"))
+    res = run_carry("rebase", "demo", "--onto", "main", "--dry-run", "-v", "--repo",
+                    str(up.path), "--series-dir", str(up.path.parent / "series"))
     assert res.code == 1, res.err
     look = f"git log --oneline --first-parent {mb[:12]}..{up.rev('main')[:12]} -- src/util.py"
     want = f"main: 0001 conflicts; no single upstream commit explains it: read the commits " \

@@ -140,7 +140,11 @@ def _conflict(r: Any) -> None:
     render.say(render.fit(f"    \"{c.subject}", cols) + '"' + by)
     for w in r.why:
         if w["status"] == "conflict":
-            render.say(render.fit(f"    why: {w['text']}"))
+            text = f"why: {w['text']}"
+            # a `git log` to copy is folded whole, never cut; other causes fit one line
+            for line in render.wrap(text, "    ") if "git " in text else [render.fit(
+                    f"    {text}")]:
+                render.say(line)
     paths = ", ".join(c.paths) or "(none reported)"
     if len(f"    paths: {paths}") <= render.width() or len(c.paths) < 2:
         render.say(f"    paths: {paths}")

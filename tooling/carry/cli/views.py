@@ -235,8 +235,9 @@ def show_status(r: Any, as_json: bool, verbose: bool = True) -> None:
             render.say(f"    next: {st.next}")
         for b in s.branches:
             _branch_line(b, verbose)
-            for line in s.audit.get(b.branch, []):
-                render.say(render.fit(f"    audit: {line}"))
+            for finding in s.audit.get(b.branch, []):  # news: folded, never cut
+                for line in render.wrap(f"audit: {finding}", "    "):
+                    render.say(line)
             if b.obsolete:
                 fate = ("pruned" if b.pruned else f"kept: {b.kept}" if b.kept else
                         f"`carry status {s.series} --prune` removes it")

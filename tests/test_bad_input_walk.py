@@ -739,8 +739,9 @@ def _run(w: World, i: int, case: Case) -> str | None:
         why = "traceback or internal error"
     elif case.needle and case.needle not in lines[0]:
         why = f"no {case.needle!r}"
-    elif _snapshot(root, w.up.path) != before:
-        why = "series or refs changed"
+    elif (after := _snapshot(root, w.up.path)) != before:
+        why = "series or refs changed" + repr(sorted(
+            k for k in set(after) | set(before) if after.get(k) != before.get(k)))
     elif len(w.gh.state.writes()) != writes:
         why = f"wrote to GitHub: {w.gh.state.writes()[writes:]}"
     elif _mark(root).exists():

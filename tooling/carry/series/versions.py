@@ -195,16 +195,17 @@ def _keep_outside_git(series: Series) -> str:
     return f"{KEPT}/{dest.name}"
 
 
-def _set_aside(root: Path, version: int) -> None:
+def _set_aside(root: Path, version: int) -> Path | None:
     """A kept `.versions/vN` for the number about to be written is a version written and
     then put back by hand (a series and its kept copy are swapped in together, and an
     --abort removes both): it is moved aside as `.versions/.vN-discarded-<time>`, never
     deleted, so that the new vN is kept in its place and range-diff reads the new one."""
     stale = root / KEPT / f"v{version}"
     untrusted.refuse_links_between(root, stale)
-    if stale.is_dir():
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
-        stale.rename(stale.parent / f".v{version}-discarded-{stamp}")
+    if not stale.is_dir():
+        return None
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
+    return stale.rename(stale.parent / f".v{version}-discarded-{stamp}")
 
 
 def _read_outside_git(series: Series, version: str, number: int) -> Snapshot:
@@ -246,8 +247,7 @@ def write_next(root: Path, manifest: Manifest, files: dict[str, bytes], summary:
             with contextlib.suppress(CarryError):
                 _tag(find(root.parent, root.name), repo)
         replace = reusable(repo, root, manifest.version + 1)
-        if repo is None:
-            _set_aside(root, manifest.version + 1)
+        aside = _set_aside(root, manifest.version + 1) if repo is None else None
         manifest.version += 1
         date = today or dt.datetime.now(dt.UTC).date().isoformat()
         manifest.changelog.append(ChangelogEntry(manifest.version, date, summary))
@@ -257,7 +257,12 @@ def write_next(root: Path, manifest: Manifest, files: dict[str, bytes], summary:
             **{f"{kept_dir}/{PATCH_DIR}/{name}": data for name, data in files.items()},
             **{f"{kept_dir}/{RESOLUTION_DIR}/{name}": data for name, data in (
                 read_resolutions(root) if resolutions is None else resolutions).items()}}
-        write_series(root, manifest, files, also=also, resolutions=resolutions)
+        try:
+            write_series(root, manifest, files, also=also, resolutions=resolutions)
+        except BaseException:  # refused (or interrupted): the kept copy goes back as it was
+            if aside is not None:
+                aside.rename(root / KEPT / f"v{manifest.version}")
+            raise
         kept = ""
         with contextlib.suppress(CarryError):
             kept = f"{KEPT}/v{manifest.version}" if repo is None else (

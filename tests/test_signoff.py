@@ -236,3 +236,24 @@ def test_outside_a_checkout_the_signer_is_gits_own_identity(
     assert [p["action"] for p in data["patches"]] == ["added"]
     [patch] = (series_root / "demo/patches").iterdir()
     assert SOB in patch.read_bytes()
+
+
+
+def test_the_pr_dco_refusal_names_a_few_and_counts_the_rest(
+        upstream: CommitBuilder, series_root: Path) -> None:
+    """Walk: on the 53-patch fork series the refusal named every patch on one line."""
+    from carry.base.errors import CarryError
+    from carry.intake import importer
+    from carry.series import dco
+    from carry.series import store as seriesmod
+
+    git(upstream.path, "checkout", "-q", "-b", "feature", "base")
+    for i in range(8):
+        upstream.commit(f"Unsigned {i}", {f"src/u{i}.py": f"U = {i}\n"})
+    importer.run(series_root, "many", str(upstream.path), rng="base..feature")
+    s = seriesmod.find(series_root, "many")
+    s.manifest.upstream.repo = "acme/widget"
+    with pytest.raises(CarryError) as caught:
+        dco.refuse_unsigned([s], "acme/widget")
+    line = caught.value.line()
+    assert "8 patch(es) lack" in line and "and 3 more" in line and "0006-" not in line

@@ -87,8 +87,9 @@ def refuse_unsigned(series_list: list[Series], forge_repo: str) -> None:
         return
     gaps = [f"{s.name}/{u.who()}" for s in series_list for u in unsigned(s)]
     if gaps:
+        shown = ", ".join(gaps[:5]) + (f" and {len(gaps) - 5} more" if len(gaps) > 5 else "")
         raise CarryError(f"{forge_repo} checks DCO: {len(gaps)} patch(es) lack their author's "
-                         f"Signed-off-by: {', '.join(gaps)}",
+                         f"Signed-off-by: {shown} (carry check --dco lists each)",
                          hint="each author signs their own (carry trailers "
                               f"{' / '.join(s.name for s in series_list)} --signoff); "
                               "or pass --allow-no-dco")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from carry.publish import repository
 from tests import github_server
 from tests.conftest import FORGE_TOKEN, FORK, CommitBuilder, git, run_carry
 
@@ -172,12 +173,12 @@ def test_forge_issue_methods_list_only_open_issues_with_the_marker(
     gh.state.add_issue(FORK, title="old", body=f"{mark}series=x -->", user="bob", state="closed")
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     f = forge.Forge.connect(gh.url, forge.token_from_env())  # registers it for scrubbing
-    made = f.repo(FORK).create_issue("tracked", f"{mark}series=x -->\n{TOKEN}")
-    assert [i.number for i in f.repo(FORK).open_issues(mark)] == [made.number]
+    made = repository.repo(f, FORK).create_issue("tracked", f"{mark}series=x -->\n{TOKEN}")
+    assert [i.number for i in repository.repo(f, FORK).open_issues(mark)] == [made.number]
     assert TOKEN not in gh.state.repos[FORK].issues[made.number].body  # scrubbed on the way out
-    f.repo(FORK).edit_issue(made.number, title="renamed")
-    f.repo(FORK).close_issue(made.number, "fixed")
+    repository.repo(f, FORK).edit_issue(made.number, title="renamed")
+    repository.repo(f, FORK).close_issue(made.number, "fixed")
     issue = gh.state.repos[FORK].issues[made.number]
     assert (issue.title, issue.state) == ("renamed", "closed")
-    assert f.repo(FORK).open_issues(mark) == []
+    assert repository.repo(f, FORK).open_issues(mark) == []
     assert [m for m, _ in gh.state.writes()] == ["POST", "PATCH", "POST", "PATCH"]

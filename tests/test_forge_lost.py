@@ -12,7 +12,7 @@ import pytest
 
 from carry.job import board as boardmod
 from carry.job import steer
-from carry.publish import text
+from carry.publish import repository, text
 from carry.publish.github import Forge, ForgeError
 from tests import github_server
 
@@ -39,7 +39,7 @@ def _forge(gh: github_server.RunningServer) -> Forge:
 def test_an_issue_made_before_a_502_is_not_made_twice(gh: github_server.RunningServer) -> None:
     gh.state.add_issue(FORK, title="t", body="an older one", user="carry-bot")
     gh.state.fault(502, path=r"/issues$", after=True)
-    made = _forge(gh).repo(FORK).create_issue("t", "b")
+    made = repository.repo(_forge(gh), FORK).create_issue("t", "b")
     issues = gh.state.repos[FORK].issues
     assert len(issues) == 2 and issues[made.number].body == "b"
 
@@ -48,19 +48,19 @@ def test_a_comment_made_before_a_502_is_not_posted_twice(
         gh: github_server.RunningServer) -> None:
     issue = gh.state.add_issue(FORK, title="t", body="b", user="carry-bot")
     gh.state.fault(502, path=r"/comments$", after=True)
-    _forge(gh).repo(FORK).comment(issue.number, "closing")
+    repository.repo(_forge(gh), FORK).comment(issue.number, "closing")
     assert [c.body for c in gh.state.repos[FORK].comments] == ["closing"]
 
 
 def test_a_pull_request_made_before_a_502_is_not_opened_twice(
         gh: github_server.RunningServer) -> None:
     gh.state.fault(502, path=r"/pulls$", after=True)
-    made = _forge(gh).repo(FORK).create_pull("t", "b", "carry/x", "main", draft=False)
+    made = repository.repo(_forge(gh), FORK).create_pull("t", "b", "carry/x", "main", draft=False)
     assert list(gh.state.repos[FORK].pulls) == [made.number]
 
 
 def test_every_body_is_bounded_to_githubs_limit(gh: github_server.RunningServer) -> None:
-    repo = _forge(gh).repo(FORK)
+    repo = repository.repo(_forge(gh), FORK)
     made = repo.create_issue("t", "x" * 100_000)
     body = gh.state.repos[FORK].issues[made.number].body
     assert len(body) <= text.LIMIT and "more characters not shown" in body
@@ -121,6 +121,6 @@ def test_an_edit_history_too_long_to_read_back_changes_nothing(
     issue.edits = [("carry-bot", now, issue.body)]
     issue.edits += [("mallory", now + 1 + i, issue.body + "." * i) for i in range(150)]
     with pytest.raises(ForgeError) as no:
-        _forge(gh).repo(FORK).body_edits(number, "carry-bot", pages=1)
+        repository.repo(_forge(gh), FORK).body_edits(number, "carry-bot", pages=1)
     assert "more than 100 edits since carry's own revision" in str(no.value)
     assert gh.state.writes() == []

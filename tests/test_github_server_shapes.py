@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from carry.publish import repository
 from tests import github_server
 
 TOKEN = "ghp_shape_check"
@@ -243,10 +244,11 @@ def test_an_issue_edit_history_and_a_collaborators_permission(
     fresh.state.roles[("lab/fork", "alice")] = "maintain"
     fresh.state.roles[("lab/fork", "tim")] = "triage"
     issue = fresh.state.add_issue("lab/fork", title="d", body="v0", user="carry-bot")
-    mine = Forge.connect(fresh.url, TOKEN).repo("lab/fork")
+    mine = repository.repo(Forge.connect(fresh.url, TOKEN), "lab/fork")
     assert mine.body_edits(issue.number, "carry-bot") == []
     mine.edit_issue(issue.number, body="v1")
-    Forge.connect(fresh.url, "ghp_alice").repo("lab/fork").edit_issue(issue.number, body="v2")
+    alice = repository.repo(Forge.connect(fresh.url, "ghp_alice"), "lab/fork")
+    alice.edit_issue(issue.number, body="v2")
     mine.edit_issue(issue.number, title="only the title")
     assert [(e.editor, e.body) for e in mine.body_edits(issue.number, "carry-bot")] == [
         ("carry-bot", "v0"), ("carry-bot", "v1"), ("alice", "v2")]

@@ -48,7 +48,11 @@ def test_ctrl_c_before_the_tag_is_finished_by_the_next_continue(
     armed.touch()
     proc = subprocess.Popen([sys.executable, "-m", "carry", "rebase", "--continue", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "ARMED": str(armed), "REACHED": str(reached)})
+                            env={**os.environ, "ARMED": str(armed), "REACHED": str(reached)},
+                            # as at a terminal: a run started in the background (`cmd &`, as
+                            # CI may start the tests) inherits SIGINT ignored, and Python keeps
+                            # an ignored SIGINT ignored
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     for _ in range(600):
         if reached.exists() or proc.poll() is not None:
             break

@@ -303,3 +303,28 @@ def test_force_keeps_a_whole_file_resolution(upstream: CommitBuilder,
     assert r.code == 0, r.err
     kept = git(upstream.path, "show", "carry/demo/main:src/util.py")
     assert kept.strip() == util(h1=10, h10=100).strip()
+
+
+@pytest.mark.parametrize("left", ["renamed", "renamed and forgotten"])
+@pytest.mark.parametrize("then", ["--skip", "--abort"])
+def test_a_kill_inside_the_worktrees_removal_leaves_nothing_behind(
+        upstream: CommitBuilder, series_root: Path, left: str, then: str) -> None:
+    """carry removes its worktree by renaming it to a name of its own, forgetting it, then
+    deleting it; a `kill -9` between any two steps leaves one of these states, and the next
+    `--skip` or `--abort` clears it all (the slow tier's 50 kills once found a half-deleted
+    worktree, no longer carry's by its `.git`, left forever)."""
+    args = _stopped(upstream, series_root)
+    assert run_carry("rebase", "demo", "--onto", "main", *args).code == 1
+    assert run_carry("rebase", "demo", "--resolve", *args).code == 1
+    root = upstream.path.parent / "upstream.carry"
+    wt = root / "demo" / "main"
+    admin = git(wt, "rev-parse", "--absolute-git-dir")
+    wt.rename(wt.with_name(".main.carry-removing"))
+    if left == "renamed and forgotten":
+        import shutil
+
+        shutil.rmtree(admin)
+    res = run_carry("rebase", "demo", then, *args)
+    assert res.code == 0, res.err
+    assert not root.exists(), sorted(root.rglob("*"))
+    assert "upstream.carry" not in git(upstream.path, "worktree", "list", "--porcelain")

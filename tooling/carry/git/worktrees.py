@@ -12,6 +12,11 @@ from carry.git.base import COMMIT_ID, EOO, Base, GitError, complaint
 MARK = "carry: made by carry; removed by carry"  # the lock reason of every worktree carry adds
 
 
+def trash(path: Path) -> Path:
+    """Where `worktree_remove` moves carry's worktree at `path` before deleting it."""
+    return path.with_name(f".{path.name}.carry-removing")
+
+
 class Worktrees(Base):
     def worktree_add(self, path: Path, commit: str) -> Self:
         """A detached worktree at `commit`, its files written by a `reset --hard` that carry
@@ -86,9 +91,23 @@ class Worktrees(Base):
         return sorted(p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p)
 
     def worktree_remove(self, path: Path) -> None:
-        """`--force` twice removes a locked worktree too; one a killed `add` left half-made
-        is forgotten (`forget_half_made`), and whatever is left at `path` (an invalid
-        `.git`, a folder git never registered) goes before the prune that forgets it."""
+        """carry's own worktree is first renamed, in one step, to `trash(path)` beside it,
+        then forgotten, then deleted: `git worktree remove` deletes files in directory
+        order, and a `kill -9` part-way could leave a folder without its `.git`, which no
+        later run can tell from a user's (so it stayed forever). A name carry gives is
+        carry's whatever is left in it, so a kill anywhere leaves only what the next removal
+        of `path` sweeps. Anything else goes by `git worktree remove --force --force`; one
+        a killed `add` left half-made is forgotten (`forget_half_made`), and whatever is
+        left at `path` (an invalid `.git`, a folder git never registered) goes before the
+        prune that forgets it."""
+        bin_ = trash(path)
+        if bin_.is_dir() and not bin_.is_symlink():
+            shutil.rmtree(bin_, ignore_errors=True)  # a kill's leftover of an earlier removal
+        if self.made_by_carry(path):
+            path.rename(bin_)
+            self.forget_half_made(path)
+            shutil.rmtree(bin_, ignore_errors=True)
+            return
         proc = self._run("worktree", "remove", "--force", "--force", EOO, str(path),
                          check=False)
         if proc.returncode != 0:

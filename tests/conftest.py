@@ -233,3 +233,33 @@ def fork(upstream: CommitBuilder, tmp_path: Path) -> CommitBuilder:
              "Signed-off-by: logprobz <logprobz@example.com>\n",
              {"src/extra.py": "X = 1\n"}, author=LOGPROBZ)
     return b
+
+
+def forge_env(gh: Any, root: Path) -> dict[str, str]:
+    """The environment of a carry run against the GitHub-API server `gh` (a
+    `github_server.RunningServer`), with series under `root`."""
+    return {"GH_TOKEN": "", "GITHUB_TOKEN": FORGE_TOKEN, "GITHUB_API_URL": gh.url,
+            "CARRY_SERIES_DIR": str(root)}
+
+
+def import_and_apply(fork: CommitBuilder, env: dict[str, str]) -> None:
+    """Series demo from main..feature of `fork`, applied onto main as carry/demo."""
+    r = run_carry("import", "demo", "--repo", str(fork.path), "--range", "main..feature",
+                  env=env)
+    assert r.code == 0, r.err
+    r = run_carry("apply", "demo", "--repo", str(fork.path), "--onto", "main", "--branch",
+                  "carry/demo", env=env)
+    assert r.code == 0, r.err
+
+
+def conflicting_series(up: CommitBuilder, root: Path) -> tuple[str, ...]:
+    """Series demo of two patches on `base`; upstream's main then changed the line patch 2
+    changes, so a rebase onto main stops at 0002. Returns the `--repo`/`--series-dir` args."""
+    git(up.path, "checkout", "-q", "-b", "feature", "base")
+    up.commit("One: h1", {"src/util.py": util(h1=10)})
+    up.commit("Two: h10", {"src/util.py": util(h1=10, h10=100)})
+    up.checkout("main")
+    up.commit("Upstream h10", {"src/util.py": util(h10=101)})
+    args = ("--repo", str(up.path), "--series-dir", str(root))
+    assert run_carry("import", "demo", "--range", "base..feature", *args).code == 0
+    return args

@@ -24,8 +24,7 @@ from carry.series import store as seriesmod
 from carry.series.store import Hook, Repository, Target
 from carry.validate import engines
 from tests import git_http, github_server
-from tests.conftest import FORK, CommitBuilder, git, run_carry
-from tests.test_forge import _env, _import_and_apply
+from tests.conftest import FORK, CommitBuilder, forge_env, git, import_and_apply, run_carry
 from tests.validate import synthetic
 
 Server = github_server.RunningServer
@@ -51,8 +50,8 @@ REMOTE_OPTIONS = ["--upload-pack=touch {mark}", "--exec=touch {mark}",
 def test_a_remote_named_like_an_option_runs_nothing_on_pr(
         gh: Server, fork: CommitBuilder, series_root: Path, tmp_path: Path,
         dry_run: bool) -> None:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     refs = git(fork.path, "for-each-ref")
     for i, option in enumerate(REMOTE_OPTIONS):
         mark = tmp_path / f"ran-{i}"
@@ -67,8 +66,8 @@ def test_a_remote_named_like_an_option_runs_nothing_on_pr(
 
 def test_a_remote_named_like_an_option_runs_nothing_on_supersede(
         gh: Server, fork: CommitBuilder, series_root: Path, tmp_path: Path) -> None:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     head = git(fork.path, "rev-parse", "carry/demo")
     gh.state.add_pull(FORK, 9, title="carry", body="<!-- carry:series=demo -->\nx",
                       head="carry/demo", head_sha=head, base="main", user="carry-bot",

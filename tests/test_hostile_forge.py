@@ -19,9 +19,8 @@ import pytest
 from carry.job import tracking
 from carry.series import store as seriesmod
 from tests import github_server
-from tests.conftest import FORK, CommitBuilder, git, run_carry
+from tests.conftest import FORK, CommitBuilder, forge_env, git, import_and_apply, run_carry
 from tests.test_ci_loop import CORE, LOOP, Site, _release, site  # noqa: F401 - the fixture
-from tests.test_forge import _env, _import_and_apply
 
 Server = github_server.RunningServer
 MARK = "<!-- carry:series=demo -->"
@@ -56,8 +55,8 @@ def _push(fork: CommitBuilder, rev: str, ref: str) -> str:
 def test_a_pr_that_is_not_carrys_is_never_pushed_to_or_rewritten(
         user: str, head_repo: str | None, head: str, gh: Server, fork: CommitBuilder,
         series_root: Path) -> None:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     before = _push(fork, "main", f"refs/heads/{head}")  # its branch, were it in the fork
     gh.state.add_pull(FORK, 4, title="theirs", body=MARK + "\nnot carry's", head=head,
                       head_sha=before, base="main", user=user, draft=False,
@@ -82,8 +81,8 @@ def test_a_pr_that_is_not_carrys_is_never_pushed_to_or_rewritten(
 
 def test_a_foreign_pr_on_carrys_branch_is_refused_before_the_push(
         gh: Server, fork: CommitBuilder, series_root: Path) -> None:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     before = _push(fork, "main", "refs/heads/carry/demo")
     gh.state.add_pull(FORK, 4, title="theirs", body=MARK, head="carry/demo", head_sha=before,
                       base="main", user="mallory", draft=False)
@@ -101,8 +100,8 @@ def test_an_installation_token_finds_its_own_pr_through_graphql(
     """GitHub Actions' GITHUB_TOKEN may not read /user: the bot's login comes from GraphQL's
     viewer, so the loop's job still updates the PR it opened, and nobody else's."""
     gh.state.add_token("ghs_installation_token", "github-actions[bot]", app=True)
-    env = {**_env(gh, series_root), "GITHUB_TOKEN": "ghs_installation_token"}
-    _import_and_apply(fork, env)
+    env = {**forge_env(gh, series_root), "GITHUB_TOKEN": "ghs_installation_token"}
+    import_and_apply(fork, env)
     gh.state.add_pull(FORK, 3, title="a person's", body=MARK, head="mine", head_sha="3" * 40,
                       base="main", user="github-actions", draft=False)
     first = run_carry(*_pr_args(fork), env=env)
@@ -164,8 +163,8 @@ def carry9(gh: Server, fork: CommitBuilder, series_root: Path) -> dict[str, str]
     alice's #1 with its first three commits."""
     fork.commit("core: guard\n\nSigned-off-by: logprobz <logprobz@example.com>\n",
                 {"src/guard.py": GUARD})
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     _pull(gh, fork, 9, "carry/demo", MARK + "\nthe consolidated PR", user="carry-bot")
     _pull(gh, fork, 1, "carry/demo~1")
     return env

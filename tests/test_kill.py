@@ -31,12 +31,13 @@ from tests.conftest import (
     LOGPROBZ,
     TOBY,
     CommitBuilder,
+    forge_env,
     git,
+    import_and_apply,
     kill_after,
     run_carry,
     util,
 )
-from tests.test_forge import _env, _import_and_apply
 from tests.test_rebase_conflict import _no_leftovers, _snapshot
 
 MakeSeries = Callable[..., Any]
@@ -441,7 +442,8 @@ def test_thirty_kills_of_edit(project: dict[str, Any]) -> None:
 
 def test_kills_in_the_conflict_loop(conflicted: dict[str, Any]) -> None:
     seen = _loop_campaigns(conflicted, kills=3, every=False)  # the slow tier runs them all
-    assert set(seen) == {"--skip, worktree kept"}
+    (skips,) = seen.values()
+    assert skips["old"] + skips["new"] == 3 and skips["killed"] >= 1, skips  # each kill settled
 
 
 @pytest.mark.slow
@@ -461,8 +463,8 @@ CLOSABLE = range(1, 6)
 def forge_project(gh: github_server.RunningServer, fork: CommitBuilder, series_root: Path,
                   monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """carry's #9 carries the series; alice's #1..#5 each carry some of its commits."""
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     for key, value in env.items():  # kill_after's runs read os.environ
         monkeypatch.setenv(key, value)
     for n, rev, user in [(9, "carry/demo", "carry-bot"),

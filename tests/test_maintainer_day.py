@@ -10,8 +10,16 @@ import tomllib
 from pathlib import Path
 
 from tests import github_server
-from tests.conftest import FORK, TOBY, CommitBuilder, git, run_carry, util
-from tests.test_forge import _env, _import_and_apply
+from tests.conftest import (
+    FORK,
+    TOBY,
+    CommitBuilder,
+    forge_env,
+    git,
+    import_and_apply,
+    run_carry,
+    util,
+)
 
 
 def _cut_before_upstream_moved(up: CommitBuilder) -> str:
@@ -84,8 +92,8 @@ def test_pr_finds_a_patch_a_resolution_changed_by_its_author_date_and_message(
         gh: github_server.RunningServer, fork: CommitBuilder, series_root: Path) -> None:
     """A replay that merged a patch into other lines, or a recorded resolution, changes its
     patch-id; carry keeps its author, date and message, so the PR still carries it."""
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     second = git(fork.path, "rev-parse", "carry/demo~1")
     info = git(fork.path, "log", "-1", "--format=%an%n%ae%n%ad", "--date=raw", second)
     name, email, date = info.splitlines()

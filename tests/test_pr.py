@@ -12,8 +12,7 @@ from carry.intake import importer
 from carry.series import store as seriesmod
 from carry.validate.run import last_report_path
 from tests import github_server
-from tests.conftest import FORK, CommitBuilder, git, run_carry
-from tests.test_forge import _env, _import_and_apply
+from tests.conftest import FORK, CommitBuilder, forge_env, git, import_and_apply, run_carry
 from tests.validate import synthetic
 
 Server = github_server.RunningServer
@@ -28,8 +27,8 @@ def _pr(fork: CommitBuilder, branch: str, env: dict[str, str], *extra: str,
 
 def test_the_same_series_from_a_second_branch_updates_the_one_pr(
         gh: Server, fork: CommitBuilder, series_root: Path) -> None:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     # a PR that carries demo *and* another series is not demo's PR
     gh.state.add_pull(FORK, 5, title="both", body="<!-- carry:series=demo,other -->\nx",
                       head="carry/both", head_sha="5" * 40, base="main", user="carry-bot",
@@ -140,8 +139,8 @@ def test_a_pr_over_two_series_has_each_ones_plan_result_and_ai(tmp_path: Path,
 
 def test_githubs_422_texts_reach_the_user_in_one_line(gh: Server, fork: CommitBuilder,
                                                        series_root: Path) -> None:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     gh.state.add_pull(FORK, 3, title="by hand", body="not carry's", head="carry/demo",
                       head_sha="3" * 40, base="main", user="alice", draft=False)
     code, _, err = _pr(fork, "carry/demo", env)  # refused before the push, not after

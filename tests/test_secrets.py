@@ -11,8 +11,15 @@ from pathlib import Path
 import pytest
 
 from tests import github_server
-from tests.conftest import CommitBuilder, git, run_carry
-from tests.test_forge import FORK, TOKEN, _env, _import_and_apply
+from tests.conftest import (
+    FORGE_TOKEN,
+    FORK,
+    CommitBuilder,
+    forge_env,
+    git,
+    import_and_apply,
+    run_carry,
+)
 
 PR = ["--branch", "carry/demo", "--forge-repo", FORK, "--base", "main"]
 
@@ -31,8 +38,8 @@ def _bytes(root: Path) -> dict[str, bytes]:
 
 def test_cover_linked_to_the_environment_is_refused_and_nothing_is_sent(
         gh: github_server.RunningServer, fork: CommitBuilder, series_root: Path) -> None:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     cover = series_root / "demo" / "cover.md"
     cover.unlink(missing_ok=True)
     cover.symlink_to("/proc/self/environ")
@@ -42,7 +49,7 @@ def test_cover_linked_to_the_environment_is_refused_and_nothing_is_sent(
         assert r.code == 2, r.out + r.err
         line = _one_line(r.err)
         assert "cover.md: is a symbolic link" in line
-        assert TOKEN not in r.out + r.err and "GITHUB_API_URL" not in r.out
+        assert FORGE_TOKEN not in r.out + r.err and "GITHUB_API_URL" not in r.out
     assert gh.state.requests == []
     assert _bytes(series_root) == before
     r = run_carry("series", "show", "demo", env=env)
@@ -115,19 +122,19 @@ def test_a_link_among_other_series_files_is_refused_on_rewrite(
 
 def test_a_token_echoed_by_a_series_is_scrubbed_from_output_and_from_what_is_sent(
         gh: github_server.RunningServer, fork: CommitBuilder, series_root: Path) -> None:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     (series_root / "demo" / "cover.md").write_text(
-        f"# Demo\n\n## Purpose\n\nDebug: token={TOKEN} and https://bot:{TOKEN}@example.com/x\n")
+        f"# Demo\n\n## Purpose\n\nDebug: token={FORGE_TOKEN} and https://bot:{FORGE_TOKEN}@example.com/x\n")
     dry = run_carry("pr", "demo", "--repo", str(fork.path), *PR, "--dry-run", "--json",
                     env=env)
     assert dry.code == 0, dry.err
-    assert TOKEN not in dry.out and "token=***" in json.loads(dry.out)["body"]
+    assert FORGE_TOKEN not in dry.out and "token=***" in json.loads(dry.out)["body"]
     real = run_carry("pr", "demo", "--repo", str(fork.path), *PR, env=env)
     assert real.code == 0, real.err
-    assert TOKEN not in real.out + real.err
+    assert FORGE_TOKEN not in real.out + real.err
     (pull,) = gh.state.repos[FORK].pulls.values()
-    assert TOKEN not in pull.body and "token=***" in pull.body
+    assert FORGE_TOKEN not in pull.body and "token=***" in pull.body
 
 
 @pytest.mark.parametrize("var", ["GH_TOKEN", "GITHUB_TOKEN"])
@@ -148,10 +155,10 @@ def test_credentials_in_urls_are_redacted_from_every_message(
 
 def test_api_url_with_credentials_is_redacted(
         gh: github_server.RunningServer, fork: CommitBuilder, series_root: Path) -> None:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     env["GITHUB_API_URL"] = "http://robot:hunter2-api-secret@127.0.0.1:9/api"
     r = run_carry("supersede", "demo", "--by", "9", "--forge-repo", FORK, "--apply", env=env)
     assert r.code == 2
     _one_line(r.err)
-    assert "hunter2-api-secret" not in r.out + r.err and TOKEN not in r.out + r.err
+    assert "hunter2-api-secret" not in r.out + r.err and FORGE_TOKEN not in r.out + r.err

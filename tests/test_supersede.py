@@ -14,8 +14,7 @@ import pytest
 
 from carry.series import store as seriesmod
 from tests import github_server
-from tests.conftest import CommitBuilder, git, run_carry
-from tests.test_forge import FORK, _env, _import_and_apply
+from tests.conftest import FORK, CommitBuilder, forge_env, git, import_and_apply, run_carry
 
 MARK = "<!-- carry:series=demo -->"
 Server = github_server.RunningServer
@@ -54,8 +53,8 @@ def _seed(gh: Server, fork: CommitBuilder, root: Path) -> None:
 
 @pytest.fixture
 def seeded(gh: Server, fork: CommitBuilder, series_root: Path) -> dict[str, str]:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     _seed(gh, fork, series_root)
     return env
 

@@ -15,19 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CommitBuilder, git, run_carry, util
-
-
-def _stopped(up: CommitBuilder, root: Path) -> tuple[str, ...]:
-    """Two patches; upstream changed patch 2's line, so a rebase onto main stops there."""
-    git(up.path, "checkout", "-q", "-b", "feature", "base")
-    up.commit("One: h1", {"src/util.py": util(h1=10)})
-    up.commit("Two: h10", {"src/util.py": util(h1=10, h10=100)})
-    up.checkout("main")
-    up.commit("Upstream h10", {"src/util.py": util(h10=101)})
-    args = ("--repo", str(up.path), "--series-dir", str(root))
-    assert run_carry("import", "demo", "--range", "base..feature", *args).code == 0
-    return args
+from tests.conftest import CommitBuilder, conflicting_series, git, run_carry, util
 
 
 def _fingerprint(path: Path) -> dict[str, str]:
@@ -100,7 +88,7 @@ TAKEN: dict[str, Callable[[CommitBuilder, Path], None]] = {
 @pytest.mark.parametrize("kind", sorted(TAKEN))
 def test_resolve_refuses_a_path_carry_did_not_make(upstream: CommitBuilder, series_root: Path,
                                                    kind: str) -> None:
-    args = _stopped(upstream, series_root)
+    args = conflicting_series(upstream, series_root)
     assert run_carry("rebase", "demo", "--onto", "main", *args).code == 1
     wt = upstream.path.parent / f"{upstream.path.name}.carry" / "demo" / "main"
     TAKEN[kind](upstream, wt)
@@ -120,7 +108,7 @@ def test_resolve_refuses_a_path_carry_did_not_make(upstream: CommitBuilder, seri
 @pytest.mark.parametrize("kind", sorted(TAKEN))
 def test_edit_refuses_a_path_carry_did_not_make(upstream: CommitBuilder, series_root: Path,
                                                 kind: str) -> None:
-    args = _stopped(upstream, series_root)
+    args = conflicting_series(upstream, series_root)
     first = run_carry("edit", "demo", "1", "--json", *args)
     assert first.code == 0, first.err
     wt = Path(json.loads(first.out)["worktree"])
@@ -139,7 +127,7 @@ def test_a_worktree_replaced_during_a_stop_is_not_removed(upstream: CommitBuilde
                                                           series_root: Path) -> None:
     """carry's worktree removed by the user and the path reused for the user's own branch:
     --continue refuses to read it, and --abort leaves it as it is."""
-    args = _stopped(upstream, series_root)
+    args = conflicting_series(upstream, series_root)
     assert run_carry("rebase", "demo", "--onto", "main", *args).code == 1
     assert run_carry("rebase", "--resolve", *args).code == 1
     wt = upstream.path.parent / f"{upstream.path.name}.carry" / "demo" / "main"
@@ -159,7 +147,7 @@ def test_a_path_with_spaces_and_odd_names_works(tmp_path: Path, series_root: Pat
     up.commit("Initial import", {"src/core.py": "def f():\n    return 1\n"})
     up.commit("Add helpers", {"src/util.py": util()})
     up.tag("base")
-    args = _stopped(up, series_root)
+    args = conflicting_series(up, series_root)
     assert run_carry("rebase", "demo", "--onto", "main", *args).code == 1
     r = run_carry("rebase", "--resolve", "--json", *args)
     assert r.code == 1, r.err
@@ -174,7 +162,7 @@ def test_a_path_with_spaces_and_odd_names_works(tmp_path: Path, series_root: Pat
 def test_continue_refuses_untracked_files_in_the_edit_worktree(upstream: CommitBuilder,
                                                                series_root: Path) -> None:
     """F16 #6: a file left untracked in `carry edit`'s worktree was lost with it."""
-    args = _stopped(upstream, series_root)
+    args = conflicting_series(upstream, series_root)
     r = run_carry("edit", "demo", "1", "--json", *args)
     assert r.code == 0, r.err
     wt = Path(json.loads(r.out)["worktree"])
@@ -192,7 +180,7 @@ def test_continue_refuses_untracked_files_in_the_edit_worktree(upstream: CommitB
 
 def test_continue_refuses_untracked_files_in_the_conflict_worktree(
         upstream: CommitBuilder, series_root: Path) -> None:
-    args = _stopped(upstream, series_root)
+    args = conflicting_series(upstream, series_root)
     assert run_carry("rebase", "demo", "--onto", "main", *args).code == 1
     r = run_carry("rebase", "--resolve", "--json", *args)
     wt = Path(json.loads(r.out)[0]["conflict"]["worktree"])
@@ -207,7 +195,7 @@ def test_continue_refuses_untracked_files_in_the_conflict_worktree(
 
 def test_resolve_makes_the_worktree_and_continue_only_continues(
         upstream: CommitBuilder, series_root: Path) -> None:
-    args = _stopped(upstream, series_root)
+    args = conflicting_series(upstream, series_root)
     stop = run_carry("rebase", "demo", "--onto", "main", *args)
     assert stop.code == 1 and " --resolve" in stop.out, stop.out
     wt = upstream.path.parent / f"{upstream.path.name}.carry" / "demo" / "main"
@@ -277,7 +265,7 @@ def test_a_resolution_that_takes_the_patchs_whole_file_names_what_it_undoes(
     """F16 #12: `git checkout --theirs F` resolves the conflict and also reverts the target's
     clean change to F elsewhere (h3 here). `--continue` names the undone line and asks for
     `--force`; a resolution that keeps it goes on."""
-    args = _stopped(upstream, series_root)
+    args = conflicting_series(upstream, series_root)
     upstream.commit("Upstream h3", {"src/util.py": util(h3=303, h10=101)})
     assert run_carry("rebase", "demo", "--onto", "main", *args).code == 1
     r = run_carry("rebase", "--resolve", "--json", *args)
@@ -293,7 +281,7 @@ def test_a_resolution_that_takes_the_patchs_whole_file_names_what_it_undoes(
 
 def test_force_keeps_a_whole_file_resolution(upstream: CommitBuilder,
                                              series_root: Path) -> None:
-    args = _stopped(upstream, series_root)
+    args = conflicting_series(upstream, series_root)
     upstream.commit("Upstream h3", {"src/util.py": util(h3=303, h10=101)})
     assert run_carry("rebase", "demo", "--onto", "main", *args).code == 1
     wt = Path(json.loads(run_carry("rebase", "--resolve", "--json", *args).out)[0]
@@ -313,7 +301,7 @@ def test_a_kill_inside_the_worktrees_removal_leaves_nothing_behind(
     deleting it; a `kill -9` between any two steps leaves one of these states, and the next
     `--skip` or `--abort` clears it all (the slow tier's 50 kills once found a half-deleted
     worktree, no longer carry's by its `.git`, left forever)."""
-    args = _stopped(upstream, series_root)
+    args = conflicting_series(upstream, series_root)
     assert run_carry("rebase", "demo", "--onto", "main", *args).code == 1
     assert run_carry("rebase", "demo", "--resolve", *args).code == 1
     root = upstream.path.parent / "upstream.carry"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from carry.git.worktrees import MARK
-from tests.conftest import CommitBuilder, git, run_carry, util
+from tests.conftest import CommitBuilder, conflicting_series, git, run_carry, util
 
 
 def _stopped_twice(up: CommitBuilder, root: Path) -> tuple[str, ...]:
@@ -82,13 +82,8 @@ def test_inside_a_worktree_the_worktree_says_which_rebase(
 
 
 def _stopped_once(up: CommitBuilder, root: Path) -> tuple[str, ...]:
-    git(up.path, "checkout", "-q", "-b", "feature", "base")
-    up.commit("One: h1", {"src/util.py": util(h1=10)})
-    up.commit("Two: h10", {"src/util.py": util(h1=10, h10=100)})
-    up.checkout("main")
-    up.commit("Upstream h10", {"src/util.py": util(h10=101)})
-    args = ("--repo", str(up.path), "--series-dir", str(root))
-    assert run_carry("import", "demo", "--range", "base..feature", *args).code == 0
+    """`conflicting_series`, applied onto base, then stopped onto main at 0002."""
+    args = conflicting_series(up, root)
     assert run_carry("apply", "demo", "--onto", "base", "--branch", "carry/demo/main",
                      *args).code == 0
     assert run_carry("rebase", "demo", "--onto", "main", *args).code == 1

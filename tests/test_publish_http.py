@@ -10,29 +10,23 @@ import pytest
 
 from carry.publish import repository
 from tests import github_server
-from tests.conftest import FORGE_TOKEN, FORK, CommitBuilder, git, run_carry
+from tests.conftest import (
+    FORGE_TOKEN,
+    FORK,
+    CommitBuilder,
+    forge_env,
+    git,
+    import_and_apply,
+    run_carry,
+)
 
 TOKEN = FORGE_TOKEN
 
 
-def _env(gh: github_server.RunningServer, root: Path) -> dict[str, str]:
-    return {"GH_TOKEN": "", "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": gh.url,
-            "CARRY_SERIES_DIR": str(root)}
-
-
-def _import_and_apply(fork: CommitBuilder, env: dict[str, str]) -> None:
-    r = run_carry("import", "demo", "--repo", str(fork.path), "--range", "main..feature",
-                  env=env)
-    assert r.code == 0, r.err
-    r = run_carry("apply", "demo", "--repo", str(fork.path), "--onto", "main", "--branch",
-                  "carry/demo", env=env)
-    assert r.code == 0, r.err
-
-
 def test_pr_dry_run_touches_nothing(gh: github_server.RunningServer, fork: CommitBuilder,
                                     series_root: Path, tmp_path: Path) -> None:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     r = run_carry("pr", "demo", "--repo", str(fork.path), "--branch", "carry/demo",
                   "--forge-repo", FORK, "--base", "main", "--dry-run", "--json", env=env)
     assert r.code == 0, r.err
@@ -48,8 +42,8 @@ def test_pr_dry_run_touches_nothing(gh: github_server.RunningServer, fork: Commi
 
 def test_pr_dry_run_names_the_pr_it_would_update(gh: github_server.RunningServer,
                                                  fork: CommitBuilder, series_root: Path) -> None:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     args = ["pr", "demo", "--repo", str(fork.path), "--branch", "carry/demo",
             "--forge-repo", FORK, "--base", "main"]
     opened = json.loads(run_carry(*args, "--json", env=env).out)
@@ -72,8 +66,8 @@ def test_pr_dry_run_names_the_pr_it_would_update(gh: github_server.RunningServer
 
 def test_pr_opens_once_then_updates(gh: github_server.RunningServer, fork: CommitBuilder,
                                     series_root: Path) -> None:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     args = ["pr", "demo", "--repo", str(fork.path), "--branch", "carry/demo",
             "--forge-repo", FORK, "--base", "main", "--json"]
     first = run_carry(*args, env=env)
@@ -105,8 +99,8 @@ def test_pr_opens_once_then_updates(gh: github_server.RunningServer, fork: Commi
 
 def test_pr_refuses_a_branch_without_the_series(gh: github_server.RunningServer,
                                                 fork: CommitBuilder, series_root: Path) -> None:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     r = run_carry("pr", "demo", "--repo", str(fork.path), "--branch", "main",
                   "--forge-repo", FORK, "--base", "main", env=env)
     assert r.code == 2
@@ -119,8 +113,8 @@ def test_pr_refuses_a_branch_without_the_series(gh: github_server.RunningServer,
 def test_forge_errors_are_one_line_and_never_print_the_token(
         case: str, gh: github_server.RunningServer, fork: CommitBuilder,
         series_root: Path) -> None:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     if case == "missing":
         env["GITHUB_TOKEN"] = ""
     elif case == "bad":

@@ -12,8 +12,7 @@ from pathlib import Path
 from carry.series import store as seriesmod
 from carry.series.store import Repository, Target
 from tests import github_server
-from tests.conftest import FORK, CommitBuilder, git, run_carry
-from tests.test_forge import _env, _import_and_apply
+from tests.conftest import FORK, CommitBuilder, forge_env, git, import_and_apply, run_carry
 from tests.test_supersede import _args, seeded  # noqa: F401 - the fixture
 from tests.validate import synthetic
 
@@ -34,8 +33,8 @@ def _pr(fork: CommitBuilder, env: dict[str, str], *extra: str) -> tuple[int, str
 
 def test_pr_pushes_to_the_manifests_fork_remote(gh: Server, fork: CommitBuilder,
                                                 series_root: Path) -> None:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     git(fork.path, "remote", "rename", "origin", "lab")  # init found the fork as `lab`
     _fork_remote(series_root, "lab")
     code, out, err = _pr(fork, env, "--json")
@@ -47,8 +46,8 @@ def test_pr_pushes_to_the_manifests_fork_remote(gh: Server, fork: CommitBuilder,
 
 def test_a_missing_remote_is_named_with_where_its_name_came_from(
         gh: Server, fork: CommitBuilder, series_root: Path) -> None:
-    env = _env(gh, series_root)
-    _import_and_apply(fork, env)
+    env = forge_env(gh, series_root)
+    import_and_apply(fork, env)
     _fork_remote(series_root, "lab")  # the manifest's remote, which this clone lacks
     code, out, err = _pr(fork, env, "--json")
     assert code == 2 and len(err.strip().splitlines()) == 1, err

@@ -167,7 +167,7 @@ def main() -> None:
                  "--series-dir", str(sdir)])
 
         def lib_import(name: str = "bench", rng: str = "base..main") -> None:
-            importer.run(sdir, name, str(repo), rng=rng)
+            importer.run(sdir, name, importer.Source(str(repo), range=rng))
 
         wt = tmp / "wt"
         git(repo, "worktree", "add", "-q", "--detach", str(wt), "base")

@@ -132,8 +132,8 @@ def import_series(root: Path, repo: Path) -> Path:
 
     series_root = root / "series"
     series_root.mkdir()
-    importer.run(series_root, "bench", str(repo), branch="series", base_ref="base",
-                 title="Benchmark series")
+    importer.run(series_root, "bench",
+        importer.Source(str(repo), branch="series", base="base"), title="Benchmark series")
     return series_root
 
 

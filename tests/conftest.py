@@ -185,8 +185,8 @@ def make_series(series_root: Path) -> Callable[..., Any]:
         from carry.intake import importer
         from carry.series import store as seriesmod
 
-        importer.run(series_root, name, str(repo.path), branch=branch, base_ref=base,
-                     title="Demo series")
+        importer.run(series_root, name,
+        importer.Source(str(repo.path), branch=branch, base=base), title="Demo series")
         s = seriesmod.find(series_root, name)
         if fields:
             for key, value in fields.items():

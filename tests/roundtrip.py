@@ -48,7 +48,8 @@ def commits(repo: Path, rng: str) -> list[str]:
 def roundtrip(repo: Path, base: str, series_root: Path, name: str = "rt",
               branch: str = "carried") -> list[tuple[Raw, Raw]]:
     """Import base..HEAD, apply it onto base as `branch`; return (original, applied) pairs."""
-    importer.run(series_root, name, str(repo), rng=f"{base}..HEAD", today="2026-12-03")
+    importer.run(series_root, name,
+        importer.Source(str(repo), range=f"{base}..HEAD"), today="2026-12-03")
     series = seriesmod.find(series_root, name)
     handle = Repo.open(repo)
     try:

@@ -17,7 +17,7 @@ def _series(upstream: CommitBuilder, root: Path) -> seriesmod.Series:
     upstream.commit("First\n", {"a": "1\n"}, author=TOBY)
     upstream.commit("Second\n\nSigned-off-by: logprobz <logprobz@example.com>\n", {"a": "2\n"},
                     author=LOGPROBZ)
-    importer.run(root, "demo", str(upstream.path), rng="base..HEAD")
+    importer.run(root, "demo", importer.Source(str(upstream.path), range="base..HEAD"))
     return seriesmod.find(root, "demo")
 
 

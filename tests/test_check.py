@@ -63,7 +63,8 @@ def demo(upstream: CommitBuilder, series_root: Path) -> seriesmod.Series:
     flagship_like(upstream)
     (series_root / "demo").mkdir()
     (series_root / "demo" / "series.toml").write_text(POLICY)
-    importer.run(series_root, "demo", str(upstream.path), branch="feature")
+    importer.run(series_root, "demo",
+        importer.Source(str(upstream.path), branch="feature"))
     return seriesmod.find(series_root, "demo")
 
 
@@ -94,7 +95,8 @@ def test_violations(upstream: CommitBuilder, series_root: Path) -> None:
                     "nobody\nReviewed-by: \n", {"c": "c\n"}, author=LOGPROBZ)
     (series_root / "demo").mkdir()
     (series_root / "demo" / "series.toml").write_text(POLICY)
-    importer.run(series_root, "demo", str(upstream.path), rng="base..HEAD")
+    importer.run(series_root, "demo",
+        importer.Source(str(upstream.path), range="base..HEAD"))
     report = checkmod.run(seriesmod.find(series_root, "demo"))
     assert report.status == "violations" and report.exit_code == 1
     assert findings(report, 5) == [("violation", "missing required trailer Signed-off-by")]
@@ -248,7 +250,8 @@ def test_check_dco_names_a_few_unsigned_patches_in_its_series_line(
     git(upstream.path, "checkout", "-q", "-b", "feature", "base")
     for i in range(6):
         upstream.commit(f"Unsigned {i}", {f"src/u{i}.py": f"U = {i}\n"})
-    importer.run(series_root, "many", str(upstream.path), rng="base..feature")
+    importer.run(series_root, "many",
+        importer.Source(str(upstream.path), range="base..feature"))
     r = run_carry("check", "many", "--dco", "--series-dir", str(series_root))
     assert r.code == 1
     said = " ".join(r.out.split())  # folded to the terminal's width

@@ -311,7 +311,7 @@ def _validated_project(tmp_path: Path, spy: Path) -> tuple[CommitBuilder, Path]:
               {"calc.py": "def f():\n    return 2\n"})
     git(up.path, "checkout", "-q", "main")
     root = tmp_path / "series"
-    importer.run(root, "demo", str(up.path), rng="base..feature", title="demo")
+    importer.run(root, "demo", importer.Source(str(up.path), range="base..feature"), title="demo")
     s = seriesmod.find(root, "demo")
     s.manifest.test.python, s.manifest.test.suites = sys.executable, ["tests"]
     s.manifest.test.hooks = [Hook()]

@@ -31,8 +31,8 @@ def _fork(upstream: CommitBuilder) -> CommitBuilder:
 
 def test_import_writes_patches_and_manifest(upstream: CommitBuilder, series_root: Path) -> None:
     _fork(upstream)
-    r = importer.run(series_root, "demo", str(upstream.path), rng="base..feature",
-                     today="2026-12-03")
+    r = importer.run(series_root, "demo",
+        importer.Source(str(upstream.path), range="base..feature"), today="2026-12-03")
     assert (r.version, r.changed, r.base) == (1, True, upstream.rev("base"))
     assert r.patches == ["0001-BugFix-First.patch", "0002-BugFix-Second.patch"]
     s = seriesmod.find(series_root, "demo")
@@ -49,16 +49,16 @@ def test_import_writes_patches_and_manifest(upstream: CommitBuilder, series_root
 def test_reimport_same_range_changes_no_byte(upstream: CommitBuilder,
                                              series_root: Path) -> None:
     _fork(upstream)
-    importer.run(series_root, "demo", str(upstream.path), rng="base..feature",
-                 base_ref="base", today="2026-12-03")
+    importer.run(series_root, "demo",
+        importer.Source(str(upstream.path), range="base..feature", base="base"), today="2026-12-03")
     before = snapshot(series_root)
-    again = importer.run(series_root, "demo", str(upstream.path), rng="base..feature",
-                         base_ref="base", today="2027-01-01")
+    again = importer.run(series_root, "demo",
+        importer.Source(str(upstream.path), range="base..feature", base="base"), today="2027-01-01")
     assert (again.version, again.changed) == (1, False)
     assert snapshot(series_root) == before
     # The same commits named another way are still the same series.
-    again = importer.run(series_root, "demo", str(upstream.path), branch="feature",
-                         today="2027-01-01")
+    again = importer.run(series_root, "demo",
+        importer.Source(str(upstream.path), branch="feature"), today="2027-01-01")
     assert (again.version, again.changed) == (1, False)
     assert snapshot(series_root) == before
 
@@ -66,8 +66,8 @@ def test_reimport_same_range_changes_no_byte(upstream: CommitBuilder,
 def test_reimport_ignores_user_format_config(upstream: CommitBuilder, series_root: Path,
                                              tmp_path: Path) -> None:
     _fork(upstream)
-    importer.run(series_root, "demo", str(upstream.path), rng="base..feature",
-                 base_ref="base")
+    importer.run(series_root, "demo",
+        importer.Source(str(upstream.path), range="base..feature", base="base"))
     before = snapshot(series_root)
     (tmp_path / "home" / ".gitconfig").write_text(
         "[format]\n\tsignature = mine\n\tnumbered = true\n\tthread = shallow\n"
@@ -75,8 +75,8 @@ def test_reimport_ignores_user_format_config(upstream: CommitBuilder, series_roo
         "[diff]\n\tnoprefix = true\n\tmnemonicPrefix = true\n\talgorithm = histogram\n"
         "\trenames = false\n\tsubmodule = log\n[core]\n\tquotePath = false\n"
         "[mailinfo]\n\tscissors = true\n[i18n]\n\tcommitEncoding = ISO-8859-1\n")
-    again = importer.run(series_root, "demo", str(upstream.path), rng="base..feature",
-                         base_ref="base")
+    again = importer.run(series_root, "demo",
+        importer.Source(str(upstream.path), range="base..feature", base="base"))
     assert not again.changed
     assert snapshot(series_root) == before
 
@@ -84,11 +84,11 @@ def test_reimport_ignores_user_format_config(upstream: CommitBuilder, series_roo
 def test_changed_content_bumps_version_once(upstream: CommitBuilder,
                                             series_root: Path) -> None:
     _fork(upstream)
-    importer.run(series_root, "demo", str(upstream.path), rng="base..feature",
-                 base_ref="base", today="2026-12-03")
+    importer.run(series_root, "demo",
+        importer.Source(str(upstream.path), range="base..feature", base="base"), today="2026-12-03")
     upstream.commit("Third", {"README": "more\n"})
-    r = importer.run(series_root, "demo", str(upstream.path), rng="base..HEAD",
-                     today="2026-12-04")
+    r = importer.run(series_root, "demo",
+        importer.Source(str(upstream.path), range="base..HEAD"), today="2026-12-04")
     assert (r.version, r.changed) == (2, True)
     m = seriesmod.find(series_root, "demo").manifest
     assert m.version == 2
@@ -97,7 +97,8 @@ def test_changed_content_bumps_version_once(upstream: CommitBuilder,
     assert m.base.ref == "base"  # kept from the first import
     assert len(seriesmod.find(series_root, "demo").patches()) == 3
     # Fewer commits: the stale patch file goes.
-    r = importer.run(series_root, "demo", str(upstream.path), rng="base..feature~1")
+    r = importer.run(series_root, "demo",
+        importer.Source(str(upstream.path), range="base..feature~1"))
     assert r.version == 3
     assert [p.name for p in seriesmod.find(series_root, "demo").patches()] == [
         "0001-BugFix-First.patch"]
@@ -105,10 +106,12 @@ def test_changed_content_bumps_version_once(upstream: CommitBuilder,
 
 def test_amended_commit_is_a_new_version(upstream: CommitBuilder, series_root: Path) -> None:
     _fork(upstream)
-    importer.run(series_root, "demo", str(upstream.path), rng="base..feature")
+    importer.run(series_root, "demo",
+        importer.Source(str(upstream.path), range="base..feature"))
     git(upstream.path, "commit", "--amend", "-q", "--no-edit", "--allow-empty",
         "--author", "Toby Mao <toby@example.com>")
-    r = importer.run(series_root, "demo", str(upstream.path), rng="base..HEAD")
+    r = importer.run(series_root, "demo",
+        importer.Source(str(upstream.path), range="base..HEAD"))
     assert (r.version, r.changed) == (2, True)
 
 
@@ -125,7 +128,8 @@ def test_import_keeps_hand_written_manifest_fields(upstream: CommitBuilder,
         '[[expect]]\npatch = 1\nauthor = "Toby Mao"\n')
     (d / "cover.md").write_text("# Cover\n")
     (d / "notes.txt").write_text("kept\n")
-    r = importer.run(series_root, "demo", str(upstream.path), branch="feature")
+    r = importer.run(series_root, "demo",
+        importer.Source(str(upstream.path), branch="feature"))
     assert r.base == upstream.rev("base")
     s = seriesmod.find(series_root, "demo")
     assert s.manifest.title == "Hand title"
@@ -175,35 +179,38 @@ def test_pr_is_fetched_from_a_remote(upstream: CommitBuilder, series_root: Path,
     git(upstream.path, "update-ref", "refs/pull/7/head", "feature")
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(upstream.path), str(clone))
-    r = importer.run(series_root, "demo", str(clone), pr=7, base_ref="origin/main~2")
+    r = importer.run(series_root, "demo",
+        importer.Source(str(clone), pr=7, base="origin/main~2"))
     assert r.source == "pull request #7"
     assert r.head == upstream.rev("feature")
 
 
 def test_import_from_a_url_clones(upstream: CommitBuilder, series_root: Path) -> None:
     _fork(upstream)
-    r = importer.run(series_root, "demo", f"file://{upstream.path}", rng="base..feature")
+    r = importer.run(series_root, "demo",
+        importer.Source(f"file://{upstream.path}", range="base..feature"))
     assert len(r.patches) == 2
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"rng": "base..feature", "branch": "feature"}, "exactly one of"),
-    ({"rng": "feature"}, "must look like BASE..HEAD"),
-    ({"rng": "base...feature"}, "must look like BASE..HEAD"),
-    ({"rng": "feature..base"}, "has no commits"),
-    ({"rng": "nope..feature"}, "unknown revision 'nope'"),
-    ({"rng": "base..no pe"}, "unknown revision 'no pe'"),  # cat-file says `no pe^{commit} missing`
-    ({"rng": "base..x 1"}, "unknown revision 'x 1'"),
-    ({"rng": "base..feature:README"}, "unknown revision 'feature:README'"),  # a blob
-    ({"rng": "-x..feature"}, "unknown revision '-x'"),
+    ({"range": "base..feature", "branch": "feature"}, "exactly one of"),
+    ({"range": "feature"}, "must look like BASE..HEAD"),
+    ({"range": "base...feature"}, "must look like BASE..HEAD"),
+    ({"range": "feature..base"}, "has no commits"),
+    ({"range": "nope..feature"}, "unknown revision 'nope'"),
+    ({"range": "base..no pe"}, "unknown revision 'no pe'"),  # cat-file: `no pe^{commit} missing`
+    ({"range": "base..x 1"}, "unknown revision 'x 1'"),
+    ({"range": "base..feature:README"}, "unknown revision 'feature:README'"),  # a blob
+    ({"range": "-x..feature"}, "unknown revision '-x'"),
     ({"branch": "feature"}, "need a base ref"),
-    ({"branch": "nope", "base_ref": "base"}, "unknown revision 'nope'"),
+    ({"branch": "nope", "base": "base"}, "unknown revision 'nope'"),
 ])
 def test_bad_ranges(upstream: CommitBuilder, series_root: Path, kwargs: dict[str, object],
                     message: str) -> None:
     _fork(upstream)
     with pytest.raises(CarryError, match=message):
-        importer.run(series_root, "demo", str(upstream.path), **kwargs)  # type: ignore[arg-type]
+        importer.run(series_root, "demo",
+                     importer.Source(str(upstream.path), **kwargs))  # type: ignore[arg-type]
     assert not (series_root / "demo").exists()
 
 
@@ -212,19 +219,22 @@ def test_merges_and_empty_commits_are_refused(upstream: CommitBuilder,
     _fork(upstream)
     upstream.commit("Empty", allow_empty=True)
     with pytest.raises(CarryError, match="refusing to lose any"):
-        importer.run(series_root, "demo", str(upstream.path), rng="base..HEAD")
+        importer.run(series_root, "demo",
+        importer.Source(str(upstream.path), range="base..HEAD"))
     upstream.checkout("base")
     upstream.commit("Side", {"side": "x\n"})
     git(upstream.path, "merge", "-q", "--no-edit", "feature")
     with pytest.raises(CarryError, match="merge commit"):
-        importer.run(series_root, "demo", str(upstream.path), rng="base..HEAD")
+        importer.run(series_root, "demo",
+        importer.Source(str(upstream.path), range="base..HEAD"))
     assert not (series_root / "demo").exists()
 
 
 def test_bad_series_name(upstream: CommitBuilder, series_root: Path) -> None:
     _fork(upstream)
     with pytest.raises(CarryError, match="not a series name"):
-        importer.run(series_root, "Bad Name", str(upstream.path), rng="base..feature")
+        importer.run(series_root, "Bad Name",
+        importer.Source(str(upstream.path), range="base..feature"))
 
 
 

@@ -572,7 +572,8 @@ def test_a_kill_during_validation_leaves_no_target_process(tmp_path: Path, step:
     git(up.path, "checkout", "-q", "-b", "feature")
     up.commit("Change X", {"calc.py": "X = 2\n"})
     root = tmp_path / "series"
-    importer.run(root, "demo", str(up.path), rng="base..feature", title="demo")
+    importer.run(root, "demo",
+        importer.Source(str(up.path), range="base..feature"), title="demo")
     s = seriesmod.find(root, "demo")
     s.manifest.test.python = sys.executable
     if step == "pytest":

@@ -91,7 +91,7 @@ def test_an_older_upstream_merged_after_a_newer_one_keeps_the_newer_base(
     that merge carried upstream's own h9 line."""
     b, newer, old = _older_after_newer(tmp_path, change=False)
     root = tmp_path / "series"
-    r = importer.run(root, "older", str(b.path), branch="dev", base_ref="main")
+    r = importer.run(root, "older", importer.Source(str(b.path), branch="dev", base="main"))
     assert r.base == newer
     assert r.linearized is not None and r.linearized.passed == [old]
     for p in sorted((root / "older" / "patches").iterdir()):

@@ -231,7 +231,7 @@ def test_two_merges_of_upstream(tmp_path: Path) -> None:
     b.commit("Fork: last", {"src/last.py": "LAST = 1\n"}, author=TOBY)
     assert _auto_merge_differs(b, m2)
     root = tmp_path / "series"
-    r = importer.run(root, "two", str(b.path), branch="dev", base_ref="main")
+    r = importer.run(root, "two", importer.Source(str(b.path), branch="dev", base="main"))
     assert r.base == up2 and len(r.patches) == 5 and r.linearized is not None
     assert [(m.merge, m.upstream) for m in r.linearized.merges] == [(m1, up1), (m2, up2)]
     took = {(a.patch[:4], a.merge, a.part): a.paths for a in r.linearized.absorbed}
@@ -267,7 +267,7 @@ def test_a_resolution_of_a_path_only_one_earlier_commit_touched(tmp_path: Path) 
     merge = _merge_upstream(b, "main", {"src/core.py": resolved})
     assert _auto_merge_differs(b, merge)
     root = tmp_path / "series"
-    r = importer.run(root, "one", str(b.path), branch="dev", base_ref="main")
+    r = importer.run(root, "one", importer.Source(str(b.path), branch="dev", base="main"))
     assert r.linearized is not None
     assert [(a.patch, a.part, a.paths) for a in r.linearized.absorbed] == [
         ("0001-Fork-f-returns-2.patch", "resolution", ["src/core.py"])]
@@ -294,7 +294,7 @@ def test_a_later_commit_absorbs_what_an_earlier_one_could_not_carry(tmp_path: Pa
     b.checkout("dev")
     _merge_upstream(b, "main", {})
     root = tmp_path / "series"
-    r = importer.run(root, "later", str(b.path), branch="dev", base_ref="main")
+    r = importer.run(root, "later", importer.Source(str(b.path), branch="dev", base="main"))
     assert r.linearized is not None
     assert [(a.patch, a.part, a.paths, a.source) for a in r.linearized.absorbed] == [
         ("0002-Fork-h5-back-h9.patch", "deferred", ["src/util.py"], "0001-Fork-h5.patch")]
@@ -317,7 +317,7 @@ def test_a_merge_before_any_fork_commit_is_absorbed_by_the_first(tmp_path: Path)
     b.commit("Fork: a", {"src/a.py": "A = 1\n"}, author=TOBY)
     b.commit("Fork: b", {"src/b.py": "B = 1\n"}, author=LOGPROBZ)
     root = tmp_path / "series"
-    r = importer.run(root, "first", str(b.path), branch="dev", base_ref="main")
+    r = importer.run(root, "first", importer.Source(str(b.path), branch="dev", base="main"))
     assert r.base == b.rev("main") and r.linearized is not None
     assert [(a.patch, a.merge, a.part, a.paths) for a in r.linearized.absorbed] == [
         ("0001-Fork-a.patch", merge, "tree", ["README"])]
@@ -348,7 +348,8 @@ def test_a_commit_upstream_already_has_is_dropped_and_said(tmp_path: Path) -> No
     b.checkout("dev")
     merge = _merge_upstream(b, "main", {})
     b.commit("Fork: after", {"src/after.py": "A = 1\n"}, author=TOBY)
-    r = importer.run(tmp_path / "series", "d", str(b.path), branch="dev", base_ref="main")
+    r = importer.run(tmp_path / "series", "d",
+        importer.Source(str(b.path), branch="dev", base="main"))
     assert r.linearized is not None and len(r.patches) == 2
     [d] = r.linearized.dropped
     assert (d.commit, d.merge) == (b.rev("dev~3"), merge) and "already has its change" in d.why
@@ -419,7 +420,8 @@ def test_git_quoted_paths_are_read_back(quoted: str, raw: bytes) -> None:
 def test_a_range_without_merges_imports_as_before(tmp_path: Path) -> None:
     """No merge: nothing is rewritten, the patches name the commits themselves."""
     b = _bad(tmp_path)
-    r = importer.run(tmp_path / "series", "plain", str(b.path), branch="dev", base_ref="main")
+    r = importer.run(tmp_path / "series", "plain",
+        importer.Source(str(b.path), branch="dev", base="main"))
     assert r.linearized is None
     s = seriesmod.find(tmp_path / "series", "plain")
     assert patchmod.load(s.patches()[0].path, 1).origin == b.rev("dev")
@@ -434,8 +436,9 @@ def test_nothing_of_its_own_is_refused(tmp_path: Path) -> None:
     b.checkout("dev")
     git(b.path, "merge", "-q", "--no-ff", "--no-edit", "main")
     with pytest.raises(CarryError, match="no commits of its own"):
-        importer.run(tmp_path / "series", "none", str(b.path), branch="dev", base_ref="main")
+        importer.run(tmp_path / "series", "none",
+            importer.Source(str(b.path), branch="dev", base="main"))
     # From the fork point the upstream commits are in the range: not a merge of upstream.
     with pytest.raises(CarryError, match="second parent .* is not in the history of the base"):
-        importer.run(tmp_path / "series", "none", str(b.path), rng="base..dev")
+        importer.run(tmp_path / "series", "none", importer.Source(str(b.path), range="base..dev"))
     assert not (tmp_path / "series" / "none").exists()

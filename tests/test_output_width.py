@@ -43,8 +43,9 @@ def realistic(tmp: Path, root: Path) -> dict[str, Any]:
         up.commit(SUBJECT.format(i=i) + " (#4242)", {body[i][0]: body[i][1]})
     up.commit("[Upstream] rewrite the coordinator's alignment for sparse retention (#9999)",
               {PATHS[9]: "X = -1\nY = 9\n"})
-    importer.run(root, "mamba-sparse-retention", str(up.path), branch="feature",
-                 base_ref="base", title="Mamba sparse retention")
+    importer.run(root, "mamba-sparse-retention",
+        importer.Source(str(up.path), branch="feature", base="base"),
+        title="Mamba sparse retention")
     s = seriesmod.find(root, "mamba-sparse-retention")
     s.manifest.targets = [Target("upstream-main", ref="main")]
     seriesmod.write_series(s.root, s.manifest, None)

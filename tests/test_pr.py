@@ -109,9 +109,10 @@ def test_a_pr_over_two_series_has_each_ones_plan_result_and_ai(tmp_path: Path,
                                                                series_root: Path) -> None:
     up = synthetic.upstream_project(tmp_path / "calc")
     env = {"CARRY_SERIES_DIR": str(series_root)}
-    importer.run(series_root, "fix-a", str(up.path), rng="v1..fork/fix~1", title="The fix")
-    importer.run(series_root, "test-b", str(up.path), rng="fork/fix~1..fork/fix",
-                 title="Its test")
+    importer.run(series_root, "fix-a",
+        importer.Source(str(up.path), range="v1..fork/fix~1"), title="The fix")
+    importer.run(series_root, "test-b",
+        importer.Source(str(up.path), range="fork/fix~1..fork/fix"), title="Its test")
     git(up.path, "branch", "carry/both", "fork/fix")
     for name in ("fix-a", "test-b"):
         s = seriesmod.find(series_root, name)

@@ -127,8 +127,8 @@ def test_every_patch_accounted_for_and_identities_survive(patches: list[PatchSpe
         root = Path(tmp)
         repo_path = build(root, patches, ups)
         (root / "series").mkdir()
-        importer.run(root / "series", "prop", str(repo_path), branch="feature", base_ref="base",
-                     title="Property")
+        importer.run(root / "series", "prop",
+            importer.Source(str(repo_path), branch="feature", base="base"), title="Property")
         s = seriesmod.find(root / "series", "prop")
         repo = Repo.open(repo_path)
         originals = repo.rev_list("base", "feature")

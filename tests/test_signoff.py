@@ -250,7 +250,7 @@ def test_the_pr_dco_refusal_names_a_few_and_counts_the_rest(
     git(upstream.path, "checkout", "-q", "-b", "feature", "base")
     for i in range(8):
         upstream.commit(f"Unsigned {i}", {f"src/u{i}.py": f"U = {i}\n"})
-    importer.run(series_root, "many", str(upstream.path), rng="base..feature")
+    importer.run(series_root, "many", importer.Source(str(upstream.path), range="base..feature"))
     s = seriesmod.find(series_root, "many")
     s.manifest.upstream.repo = "acme/widget"
     with pytest.raises(CarryError) as caught:

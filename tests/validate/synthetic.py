@@ -195,7 +195,8 @@ def import_series(root: Path, repo: Path, name: str, branch: str, python: str,
                   hooks: list[Hook] | None = None, requirements: list[str] | None = None,
                   image: str = "") -> None:
     """`carry import` the fork branch, then write the [test] table #643-style."""
-    importer.run(root, name, str(repo), rng=f"v1..fork/{branch}", title=f"calc {branch}")
+    importer.run(root, name,
+        importer.Source(str(repo), range=f"v1..fork/{branch}"), title=f"calc {branch}")
     s = seriesmod.find(root, name)
     t = s.manifest.test
     t.python, t.image, t.suites = python, image, list(SUITES)

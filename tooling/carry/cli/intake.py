@@ -52,8 +52,8 @@ def import_(
     from carry.intake import importer
 
     root = _root(series_dir)
-    result = importer.run(root, name, _repo(repo, root, name), range_, branch, pr, base, title,
-                          force=force)
+    source = importer.Source(_repo(repo, root, name), range_, branch, pr, base)
+    result = importer.run(root, name, source, title, force=force)
     views.show_import(result, json, verbose)
 
 

@@ -16,11 +16,12 @@ from pathlib import Path
 from carry.base.errors import CarryError
 from carry.git import ANY, RawCommit, Repo
 from carry.intake import changes, guard
-from carry.intake.linearize import Report, linearize
+from carry.intake.linearize import Linear, Report, linearize
 from carry.series import locks, versions
 from carry.series import patches as patchmod
 from carry.series import store as seriesmod
-from carry.series.store import Base, Manifest
+from carry.series.linearized import Linearized
+from carry.series.store import Base, Manifest, Series
 
 
 @dataclass(frozen=True)
@@ -87,26 +88,50 @@ def resolve_range(
     return mb, head, desc
 
 
-def run(
-    root: Path, name: str, source: str, rng: str | None = None, branch: str | None = None,
-    pr: int | None = None, base_ref: str | None = None, title: str | None = None,
-    today: str | None = None, force: bool = False,
-) -> ImportResult:
+@dataclass(frozen=True)
+class Source:
+    """What to import: a repository (a path or a URL) and exactly one of a range, a branch or
+    a PR head; `base` names the upstream point a branch or PR is cut from."""
+
+    repo: str
+    range: str | None = None
+    branch: str | None = None
+    pr: int | None = None
+    base: str | None = None
+
+
+@dataclass(frozen=True)
+class _Read:
+    """The patches of a source as files, with where they apply."""
+
+    base: str
+    head: str
+    desc: str
+    base_name: str
+    files: dict[str, bytes]
+    linear: Linear
+    linearized: list[Linearized]
+
+
+def run(root: Path, name: str, source: Source, title: str | None = None,
+        today: str | None = None, force: bool = False) -> ImportResult:
     """`force` writes even what goes back to an older version (`guard`)."""
     seriesmod.check_name(name)
     with locks.series_lock(root, name):
-        return _run(root, name, source, rng, branch, pr, base_ref, title, today, force)
+        existing = seriesmod.find(root, name) if (root / name / seriesmod.MANIFEST).exists() \
+            else None
+        read = _read(source, existing)
+        return _write(root, name, read, existing, title, today, force)
 
 
-def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None,
-         pr: int | None, base_ref: str | None, title: str | None,
-         today: str | None, force: bool = False) -> ImportResult:
-    existing = seriesmod.find(root, name) if (root / name / seriesmod.MANIFEST).exists() else None
+def _read(source: Source, existing: Series | None) -> _Read:
+    """Every commit of the source as a patch file, merges of upstream linearized; refused
+    when a commit changes nothing (its patch would be lost on the way back)."""
     with ExitStack() as scratch:
-        repo = open_source(source, scratch)
+        repo = open_source(source.repo, scratch)
         try:
-            ref = base_ref or (existing.manifest.base.ref if existing else "")
-            base, head, desc = resolve_range(repo, rng, branch, pr, ref)
+            ref = source.base or (existing.manifest.base.ref if existing else "")
+            base, head, desc = resolve_range(repo, source.range, source.branch, source.pr, ref)
             commits = repo.rev_list(base, head, topo_order=True)
             _within_history(repo, commits, base, desc)
             if not commits:
@@ -120,7 +145,7 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
                 if read[sha].tree == tree:
                     raise _lost(sha, read[sha].subject, "it changes nothing")
                 tree = read[sha].tree
-            base_name = _base_name(repo, base, [base_ref or "", range_base_name(rng),
+            base_name = _base_name(repo, base, [source.base or "", range_base_name(source.range),
                                                 existing.manifest.base.ref if existing else ""])
             formatted = linear.named(repo.format_patch(base, linear.head, commits))
             _same_commits(read, [sha for sha, _ in formatted])
@@ -133,18 +158,26 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
             linear = changes.with_changes(linear, linearized)
         finally:
             repo.close()
+    return _Read(base, head, desc, base_name, files, linear, linearized)
+
+
+def _write(root: Path, name: str, read: _Read, existing: Series | None, title: str | None,
+           today: str | None, force: bool) -> ImportResult:
+    """The next version when anything changed (checked by `guard` unless `force`); the same
+    commits again write no byte."""
+    files, base = read.files, read.base
     manifest = existing.manifest if existing else Manifest(name=name, title="")
     manifest.title = title or manifest.title or repo_subject(files)
     old_files = {p.name: p.read() for p in existing.patches()} if existing else {}
     changed = old_files != files or manifest.base.commit != base
     if existing and changed and not force:
         guard.check(existing, files)
-    manifest.base = Base(ref=base_name, commit=base)
-    manifest.linearized = linearized  # check knows these patches are not the fork's commits
+    manifest.base = Base(ref=read.base_name, commit=base)
+    manifest.linearized = read.linearized  # check knows these patches are not the fork's
     if changed:
-        summary = f"imported {len(files)} patches from {desc} onto {base[:12]}"
-        if linear.report:
-            summary += f"; {linear.report.summary()}"
+        summary = f"imported {len(files)} patches from {read.desc} onto {base[:12]}"
+        if read.linear.report:
+            summary += f"; {read.linear.report.summary()}"
         versions.write_next(root / name, manifest, files, summary, today)
     else:
         seriesmod.write_series(root / name, manifest, files)
@@ -152,8 +185,8 @@ def _run(root: Path, name: str, source: str, rng: str | None, branch: str | None
         f"series {name} did not exist: import wrote a bare manifest (no upstream, targets or "
         f"test plan); `carry init {name} --upstream OWNER/REPO --fork OWNER/REPO --repo PATH` "
         "makes a full one before the import")
-    return ImportResult(name, manifest.version, changed, base, head, list(files), desc, note,
-                        linear.report,
+    return ImportResult(name, manifest.version, changed, base, read.head, list(files),
+                        read.desc, note, read.linear.report,
                         versions.commit_command(root / name, manifest.version) if changed else "")
 
 

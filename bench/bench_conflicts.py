@@ -220,19 +220,33 @@ def git_loop(ctx: Ctx, wt: Path) -> Loop:
     """One worktree, `git cherry-pick` of the series, `--skip` at every stop (a conflict, or a
     pick that upstream already made: git stops as it would come out empty)."""
     out = Loop()
+    t0 = time.perf_counter()
+    out.first, stops = cherry_pick_loop(ctx, wt, "refs/remotes/upstream/main", len(ctx.subject))
+    out.total = time.perf_counter() - t0
+    out.trees = log_trees(ctx, "HEAD", wt)
+    out.outcome = {subject: "applied" for subject, _ in out.trees}
+    out.outcome.update({ctx.subject[sha]: kind for sha, kind in stops})
+    return out
+
+
+def cherry_pick_loop(ctx: Ctx, wt: Path, onto: str, patches: int
+                     ) -> tuple[float, list[tuple[str, str]]]:
+    """git's own loop, as a maintainer runs it: a worktree at `onto`, `git cherry-pick` of the
+    series, `--skip` at every stop. Returns the time of the `worktree add` and each stop's
+    commit with why it stopped ("conflict", or "dropped": the pick would come out empty)."""
     stops: list[tuple[str, str]] = []
     t0 = time.perf_counter()
-    git(ctx, "worktree", "add", "-q", "--detach", str(wt), "refs/remotes/upstream/main")
-    out.first = time.perf_counter() - t0
+    git(ctx, "worktree", "add", "-q", "--detach", str(wt), onto)
+    added = time.perf_counter() - t0
     gitdir = Path((wt / ".git").read_text().split(": ", 1)[1].strip())
     args = ["cherry-pick", f"base..{SERIES_REF}"]
     while True:
         proc = subprocess.run(["git", *args], cwd=wt, capture_output=True, env=ctx.env)
         if proc.returncode == 0:
-            break
+            return added, stops
         said = proc.stderr.decode() + proc.stdout.decode()
         head = gitdir / "CHERRY_PICK_HEAD"
-        if not head.exists() or len(stops) > len(ctx.subject):
+        if not head.exists() or len(stops) > patches:
             raise SystemExit(f"git {args[0]} failed: {said[:500]}")
         kind = "conflict" if "could not apply" in said else \
             "dropped" if "is now empty" in said else ""
@@ -240,11 +254,6 @@ def git_loop(ctx: Ctx, wt: Path) -> Loop:
             raise SystemExit(f"git {args[0]} stopped for an unknown reason: {said[:500]}")
         stops.append((head.read_text().strip(), kind))
         args = ["cherry-pick", "--skip"]
-    out.total = time.perf_counter() - t0
-    out.trees = log_trees(ctx, "HEAD", wt)
-    out.outcome = {subject: "applied" for subject, _ in out.trees}
-    out.outcome.update({ctx.subject[sha]: kind for sha, kind in stops})
-    return out
 
 
 def log_trees(ctx: Ctx, head: str, cwd: Path | None = None) -> list[tuple[str, str]]:

@@ -43,7 +43,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_conflicts import NAME, TARGET, Ctx, carry, git, hermetic_env, rebase_args  # noqa: E402
+from bench_conflicts import (  # noqa: E402
+    NAME,
+    TARGET,
+    Ctx,
+    carry,
+    cherry_pick_loop,
+    git,
+    hermetic_env,
+    rebase_args,
+)
 
 SERIES_REF = "refs/remotes/fork/dev/bench"
 ONTO_REF = "refs/remotes/upstream/main"
@@ -177,19 +186,10 @@ def git_loop(ctx: Ctx, shape: Shape, wt: Path) -> Loop:
     out = Loop(outcome=["?"] * len(shape.series))
     index = {sha: i for i, sha in enumerate(shape.series)}
     t0, c0 = time.perf_counter(), cpu()
-    git(ctx, "worktree", "add", "-q", "--detach", str(wt), ONTO_REF)
-    gitdir = Path((wt / ".git").read_text().split(": ", 1)[1].strip())
-    args = ["cherry-pick", f"base..{SERIES_REF}"]
-    while True:
-        proc = subprocess.run(["git", *args], cwd=wt, capture_output=True, env=ctx.env)
-        if proc.returncode == 0:
-            break
-        head = gitdir / "CHERRY_PICK_HEAD"
-        if not head.exists():
-            raise SystemExit(f"git {args[0]} failed: {proc.stderr.decode()[:500]}")
-        out.outcome[index[head.read_text().strip()]] = "stopped"
-        args = ["cherry-pick", "--skip"]
+    _, stops = cherry_pick_loop(ctx, wt, ONTO_REF, len(shape.series))
     out.total, out.cpu = time.perf_counter() - t0, cpu() - c0
+    for sha, _ in stops:
+        out.outcome[index[sha]] = "stopped"
     out.applied = applied(ctx, shape, "HEAD", out.outcome, cwd=wt)
     git(ctx, "worktree", "remove", "--force", str(wt))
     return out

@@ -106,6 +106,25 @@ def test_both_sides_add_definitions(upstream: CommitBuilder, make_series: MakeSe
         base + "\n\ndef b():\n    return 2\n\n\n@cache\ndef c():\n    return 3").strip()
 
 
+def test_both_sides_add_arguments_one_side_rewrapped(upstream: CommitBuilder,
+                                                     make_series: MakeSeries,
+                                                     series_root: Path) -> None:
+    """Upstream re-wrapped the call as it added an argument, the patch added another (vLLM's
+    cudagraph_utils.py, F17): merged on the syntax tree, in upstream's layout."""
+    base = "def g(n):\n    d = BD(num_tokens=n)\n    return d\n"
+    ours = "def g(n):\n    d = BD(\n        num_tokens=n, has_lora=False\n    )\n    return d\n"
+    theirs = "def g(n):\n    d = BD(\n        num_tokens=n,\n        uniform=n == 1,\n    )\n" \
+        "    return d\n"
+    args = conflict(upstream, make_series, series_root, base, ours, theirs)
+    code, d, err = rebase(args)
+    assert code == 0, err
+    assert "both sides added entries to the arguments of BD(...) in src/k.py" \
+        in d["patches"][0]["reason"]
+    assert git(upstream.path, "show", "carry/demo/main:src/k.py") == (
+        "def g(n):\n    d = BD(\n        num_tokens=n, has_lora=False,\n        uniform=n == 1\n"
+        "    )\n    return d")
+
+
 def test_both_sides_made_the_same_change(upstream: CommitBuilder, make_series: MakeSeries,
                                          series_root: Path) -> None:
     base = "x = 1\ny = 2\nz = 3\n"

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from carry.replay import pymerge
 from carry.replay.recorded import Hunk, Lines, Marked
 
 PYTHON = (".py", ".pyi")
@@ -53,6 +54,7 @@ class Candidate:
     kind: Kind
     side: str = ""
     spans: tuple[tuple[int, int], tuple[int, int]] = ((0, 0), (0, 0))
+    named: str = ""  # ENTRIES merged on the syntax tree (`pymerge`): the collection
 
 
 def candidate(hunk: Hunk, python: bool) -> Candidate | None:
@@ -68,6 +70,9 @@ def candidate(hunk: Hunk, python: bool) -> Candidate | None:
         if layout[1] == layout[0]:
             return Candidate(t, Kind.REFORMAT, "upstream")
         return Candidate(o, Kind.REFORMAT, "the patch")
+    merged = pymerge.merge(b, o, t)
+    if merged is not None:
+        return Candidate(merged.text, Kind.ENTRIES, named=merged.name)
     return _entries(b, o, t)
 
 
@@ -86,7 +91,7 @@ def confirm(data: bytes, marked: Marked, texts: Sequence[Lines],
         line += len(text) + len(after)
     said = []
     for i, cand in sorted(autos.items()):
-        if cand.kind != Kind.ENTRIES:
+        if cand.kind != Kind.ENTRIES or cand.named:
             said.append(describe(cand))
             continue
         ranges = [_lines(cand.text, starts[i], span) for span in cand.spans]
@@ -102,6 +107,8 @@ def confirm(data: bytes, marked: Marked, texts: Sequence[Lines],
 def describe(cand: Candidate) -> str:
     if cand.kind == Kind.SAME:
         return "both sides made the same change"
+    if cand.kind == Kind.ENTRIES:
+        return f"both sides added entries to {cand.named}"
     return f"{cand.side} only re-formatted what the other side changed"
 
 

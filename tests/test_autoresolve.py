@@ -66,6 +66,44 @@ def test_both_sides_add_entries_to_a_dict(upstream: CommitBuilder, make_series: 
     assert code == 1 and d["patches"][0]["status"] == "conflict"
 
 
+def test_validate_ci_and_the_pr_body_say_resolved_by_carry(upstream: CommitBuilder,
+                                                           make_series: MakeSeries,
+                                                           series_root: Path,
+                                                           tmp_path: Path) -> None:
+    """The report, the PR body and the CI summary show the patch as resolved by carry, for
+    review; the manifest's switch is another build, which the validation cache does not
+    answer for."""
+    import sys
+
+    args = conflict(upstream, make_series, series_root, BASE,
+                    BASE.replace('"a": 1,\n', '"a": 1,\n    "b": 2,\n'),
+                    BASE.replace('"a": 1,\n', '"a": 1,\n    "c": 3,\n'))
+    said = ("0001-Add-c.patch: conflict resolved by itself: both sides added entries to "
+            "KERNELS in src/k.py (resolved by carry: review)")
+    assert run_carry("rebase", "demo", "--onto", "main", *args).code == 0
+    validate = ("validate", "demo", "--onto", "main", "--engine", "local", "--python",
+                sys.executable, "--allow-no-tests", "--json", *args)
+    val = run_carry(*validate)
+    assert val.code == 0, val.out + val.err
+    assert json.loads(val.out)["resolved"] == [said]
+    pr = run_carry("pr", "demo", "--branch", "carry/demo/main", "--forge-repo", "lab/fork",
+                   "--base", "main", "--dry-run", "--force", "--json", *args)
+    assert pr.code == 0, pr.out + pr.err
+    assert "on `main`: conflict resolved by itself: both sides added entries to KERNELS in " \
+        "src/k.py (resolved by carry: review)" in json.loads(pr.out)["body"]
+    out = tmp_path / "out"
+    ci = run_carry("ci", "--repo", str(upstream.path), "--engine", "local", "--python",
+                   sys.executable, "--onto", "main", "--out", str(out), "--json",
+                   env={"CARRY_SERIES_DIR": str(series_root)})
+    assert ci.code in (0, 1), ci.err
+    assert f"<br>{said}" in (out / "summary.md").read_text()
+    manifest = series_root / "demo" / "series.toml"
+    manifest.write_text(manifest.read_text().replace("[policy]\n",
+                                                     "[policy]\nauto_resolve = false\n"))
+    off = run_carry(*validate)
+    assert off.code == 1 and "does not replay onto" in off.err, off.out + off.err
+
+
 def test_the_manifest_switch_turns_it_off(upstream: CommitBuilder, make_series: MakeSeries,
                                           series_root: Path) -> None:
     args = conflict(upstream, make_series, series_root, BASE,

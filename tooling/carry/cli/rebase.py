@@ -43,10 +43,8 @@ def rebase(
     fetch: Annotated[bool, Flag(help="Fetch the manifest's remotes first.")] = False,
     dry_run: Annotated[bool, Flag("--dry-run", help="Report only; write no ref.")] = False,
     no_auto_resolve: Annotated[bool, Flag(
-        "--no-auto-resolve", help="Stop at every conflict, also those whose three texts "
-                                  "decide the answer (same change, a re-format, both sides "
-                                  "adding entries): carry resolves those by itself and says "
-                                  "so otherwise.")] = False,
+        "--no-auto-resolve", help="Stop also where the three texts decide the answer (same "
+                                  "change, a re-format, entries added by both).")] = False,
     force: Annotated[bool, Flag(
         help="Move a --branch that carry did not write last; with --continue, keep a "
              "resolution that undoes lines the target changed.")] = False,

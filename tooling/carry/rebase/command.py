@@ -34,6 +34,7 @@ from carry.replay.engine import (
     audited,
     forecast,
     replay_target,
+    resolutions,
     run_steps,
 )
 from carry.replay.resolution import record, take_recorded, take_resolution
@@ -314,8 +315,7 @@ def resume(series: Series, repo: Repo, action: str,
         st.write(repo, path, state)
     if state["phase"] == "replaying":
         if any(s.status == "pending" for s in steps):  # none after a skip that took the trial
-            committer, recorded = repo.committer_ident(), rerere.load(
-                series.root, series.manifest.policy.auto_resolve)
+            committer, recorded = repo.committer_ident(), resolutions(series)
             head, stop, paths = run_steps(repo, steps, head, committer, recorded=recorded)
             if stop is not None:
                 trial = forecast(repo, steps, stop, head, committer, recorded, onto=t.sha)

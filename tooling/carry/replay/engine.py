@@ -125,6 +125,13 @@ def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
     return trial
 
 
+def resolutions(series: Series, auto: bool = True) -> rerere.Recorded:
+    """The series' recorded resolutions, and whether a conflict whose three texts decide it
+    resolves by itself: unless `auto` (`--no-auto-resolve`) or the manifest's
+    `policy.auto_resolve` is off."""
+    return rerere.load(series.root, auto and series.manifest.policy.auto_resolve)
+
+
 def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carried],
                   target: ResolvedTarget, committer: Ident, auto: bool = True) -> Replayed:
     """Drop detection and the replay at once.
@@ -139,7 +146,7 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
 
     from carry.replay.drops import find_drops
 
-    recorded = rerere.load(series.root, auto and series.manifest.policy.auto_resolve)
+    recorded = resolutions(series, auto)
     detector = repo.fork()
     m = series.manifest
     try:

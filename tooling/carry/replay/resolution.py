@@ -185,9 +185,9 @@ def take_recorded(series: Series, repo: Repo, step: PatchResult, head: str,
     before the resolution was recorded (two targets of one run), whose worktree still holds
     the markers; the hunks their three texts decide resolve by themselves unless the
     manifest's `policy.auto_resolve` is off. None when they do not resolve it."""
-    from carry.replay import rerere
+    from carry.replay.engine import resolutions
     from carry.replay.runs import resolved
 
-    recorded = rerere.load(series.root, series.manifest.policy.auto_resolve)
-    fixed = resolved(repo, recorded, step, repo.read_commit(step.source), head, committer)
+    source = repo.read_commit(step.source)
+    fixed = resolved(repo, resolutions(series), step, source, head, committer)
     return None if fixed is None else fixed[0]

@@ -206,6 +206,56 @@ def test_a_result_that_would_not_parse_stops(upstream: CommitBuilder, make_serie
     assert code == 1 and d["patches"][0]["status"] == "conflict"
 
 
+def test_the_same_key_added_by_both_stops(upstream: CommitBuilder, make_series: MakeSeries,
+                                          series_root: Path) -> None:
+    """Both add "b" with other values: concatenated, the patch's would silently win."""
+    args = conflict(upstream, make_series, series_root, BASE,
+                    BASE.replace('"a": 1,\n', '"a": 1,\n    "b": 2,\n'),
+                    BASE.replace('"a": 1,\n', '"a": 1,\n    "b": 3,\n'))
+    code, d, _ = rebase(args, "--dry-run")
+    assert code == 1 and d["patches"][0]["status"] == "conflict"
+
+
+def resolves(base: str, ours: str, theirs: str) -> list[str] | None:
+    """What the one conflicted hunk of `git merge-file --diff3` says when it resolves by
+    itself in a Python file, or None."""
+    import subprocess
+    import tempfile
+
+    from carry.replay.recorded import parse_marked
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in (("o", ours), ("b", base), ("t", theirs)):
+            (Path(tmp) / name).write_text(text)
+        subprocess.run(["git", "merge-file", "--diff3", "o", "b", "t"], cwd=tmp)
+        marked = parse_marked((Path(tmp) / "o").read_bytes())
+    assert marked is not None
+    cands = [autoresolve.candidate(h, True) for h in marked.hunks]
+    if any(c is None for c in cands):
+        return None
+    texts = [c.text for c in cands if c is not None]
+    return autoresolve.confirm(marked.fill(texts), marked, texts,
+                               {i: c for i, c in enumerate(cands) if c is not None})
+
+
+def test_what_would_silently_replace_something_stops() -> None:
+    body = "class C:\n    x = 1\n"
+    # the same name defined by both, a keyword given twice, additions in a function body
+    assert resolves(body, body + "\n    def f(self):\n        return 1\n",
+                    body + "\n    def f(self):\n        return 2\n") is None
+    assert resolves(body, body + "    y = 1\n", body + "    z = 2\n") == [
+        "both sides added definitions (y, z)"]
+    call = "r = g(\n    a,\n)\n"
+    assert resolves(call, call.replace("a,", "a,\n    k=1,"), call.replace("a,", "a,\n    k=2,")) \
+        is None
+    fn = "def f():\n    x = 1\n"
+    assert resolves(fn, fn + "    y = x\n", fn + "    x = 2\n") is None
+    # a string that runs past the hunk, which upstream changed, is not a re-format
+    doc = 'S = """one\ntwo\n"""\n'
+    assert resolves(doc, doc.replace("S =", "S  =").replace("two", "too"),
+                    doc.replace("one", "uno")) is None
+
+
 @pytest.mark.parametrize(("base", "ours", "theirs"), [
     ((), (b"a\n",), (b"a\n",)),  # same
     ((b"x = f(a, b)\n",), (b"x = f(\n", b"    a,\n", b"    b,\n", b")\n"), (b"x = f(a, c)\n",)),

@@ -169,8 +169,10 @@ def _tokens(lines: Lines) -> list[str] | None:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             if tok.type not in _SKIP:
                 out.append(tok.string)
-    except tokenize.TokenError:
-        pass  # the open brackets never close: the end of the fragment
+    except tokenize.TokenError as exc:
+        if "statement" not in str(exc.args[0]):
+            return None  # a string left open: its text was not read
+        # else the open brackets never close: the end of the fragment
     except (SyntaxError, ValueError):
         return None
     out = out[_DEPTH:]
@@ -290,21 +292,33 @@ def _where(tree: ast.Module, ranges: list[tuple[int, int]]) -> str | None:
             a, b = _span(node)
             if a < lo and hi < b and (best is None or b - a < best[0]):
                 best = (b - a, node, None)
-        for field in ("body", "orelse", "finalbody"):
-            body = getattr(node, field, None)
-            if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
-                inside = [s for s in body if _span(s)[0] <= hi and lo <= _span(s)[1]]
-                if inside and all(isinstance(s, _DEFS) for s in inside) \
-                        and _covers(body, ranges):
-                    names = [n for s in inside for n in _names(s)]
-                    return "both sides added definitions (" + ", ".join(names) + ")"
-    if best is None or not _covers(_elements(best[1]), ranges):
+        if isinstance(node, ast.Module | ast.ClassDef):  # a function's body runs in order
+            inside = [s for s in node.body if _span(s)[0] <= hi and lo <= _span(s)[1]]
+            if inside and all(isinstance(s, _DEFS) for s in inside) \
+                    and _covers(node.body, ranges):
+                names = [n for s in inside for n in _names(s)]
+                every = [n for s in node.body for n in _names(s)]
+                if any(every.count(n) > 1 for n in names):
+                    return None  # one would silently replace the other
+                return "both sides added definitions (" + ", ".join(names) + ")"
+    if best is None or not _covers(_elements(best[1]), ranges) or not _unique(best[1]):
         return None
     for elt in _elements(best[1]):  # each entry fully kept: nothing added inside another
         a, b = _span(elt)
         if any(a < r[0] <= b or a <= r[1] < b for r in ranges):
             return None
     return f"both sides added entries to {_name(best[1], parents)}"
+
+
+def _unique(node: ast.AST) -> bool:
+    """No key of a dict, nor keyword of a call, twice: the later would silently win."""
+    if isinstance(node, ast.Dict):
+        keys = [ast.dump(k) for k in node.keys if k is not None]
+    elif isinstance(node, ast.Call):
+        keys = [k.arg for k in node.keywords if k.arg is not None]
+    else:
+        return True
+    return len(keys) == len(set(keys))
 
 
 def _names(stmt: ast.stmt) -> list[str]:

@@ -46,6 +46,10 @@ def merge(base: Lines, ours: Lines, theirs: Lines) -> Merged | None:
     new = _elements(nt)[len(eb):]
     if any(e.lineno != e.end_lineno for e in new):
         return None
+    if isinstance(no, ast.Call):  # a keyword given twice: the call is refused at run time
+        names = [k.arg for k in [*no.keywords, *new] if isinstance(k, ast.keyword) and k.arg]
+        if len(names) != len(set(names)):
+            return None
     text = _insert(ours, off_o, no, [_segment(theirs, off_t, e) for e in new])
     if text is None or _parse(text) is None:
         return None

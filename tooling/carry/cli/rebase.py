@@ -42,6 +42,9 @@ def rebase(
              "is printed).")] = False,
     fetch: Annotated[bool, Flag(help="Fetch the manifest's remotes first.")] = False,
     dry_run: Annotated[bool, Flag("--dry-run", help="Report only; write no ref.")] = False,
+    no_auto_resolve: Annotated[bool, Flag(
+        "--no-auto-resolve", help="Stop also where the three texts decide the answer (same "
+                                  "change, a re-format, entries added by both).")] = False,
     force: Annotated[bool, Flag(
         help="Move a --branch that carry did not write last; with --continue, keep a "
              "resolution that undoes lines the target changed.")] = False,
@@ -92,7 +95,7 @@ def rebase(
                               show=show, resolve=resolve)
     opts = rebasemod.Options(onto=onto or [], targets=target or [], branch=branch,
                              refresh=refresh, fetch=fetch, dry_run=dry_run, force=force,
-                             target_names=True)
+                             target_names=True, auto_resolve=not no_auto_resolve)
     where = repo_path(repo, _root(series_dir), [name] if name else [], resuming=act.resumes)
     assert where is not None  # needed: repo_path raises rather than give none
     at = resume.locate(Repo.open(where), series_dir, name, opts, act)

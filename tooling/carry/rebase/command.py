@@ -34,6 +34,7 @@ from carry.replay.engine import (
     audited,
     forecast,
     replay_target,
+    resolutions,
     run_steps,
 )
 from carry.replay.resolution import record, take_recorded, take_resolution
@@ -55,6 +56,7 @@ class Options:
     dry_run: bool = False
     force: bool = False
     target_names: bool = False  # `carry rebase`: --onto v1.1.0 writes the release target's branch
+    auto_resolve: bool = True  # False: --no-auto-resolve (replay.autoresolve)
 
 
 @dataclass
@@ -95,7 +97,8 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
     base, carried = load_chain(series, repo)
     committer = repo.committer_ident()
     results, finishing = [], []
-    for t, done in zip(tlist, _replay_all(series, repo, base, carried, tlist, committer),
+    for t, done in zip(tlist, _replay_all(series, repo, base, carried, tlist, committer,
+                                                   opts.auto_resolve),
                        strict=True):
         if isinstance(done, str):
             results.append(TargetResult(series.name, t.name, t.ref, t.sha, "failed", "", [],
@@ -118,11 +121,12 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
 
 
 def _replay_all(series: Series, repo: Repo, base: str, carried: list[Carried],
-                tlist: list[ResolvedTarget], committer: Ident) -> list[Replayed | str]:
+                tlist: list[ResolvedTarget], committer: Ident, auto: bool
+                ) -> list[Replayed | str]:
     """Each target's replay, in a process of its own up to the core count: the tree work is
     Python, and threads would share one core (a failure is its one-line message). The first
     target runs here, on this process's warm object cache, while workers take the rest."""
-    jobs = [(series, repo.path, base, carried, t, committer) for t in tlist]
+    jobs = [(series, repo.path, base, carried, t, committer, auto) for t in tlist]
     workers = min(len(tlist), os.cpu_count() or 1) - 1
     if workers < 1:
         return [_replay_one(job, repo) for job in jobs]
@@ -136,12 +140,12 @@ def _replay_all(series: Series, repo: Repo, base: str, carried: list[Carried],
         return [_replay_one(jobs[0], repo), *(f.result() for f in rest)]
 
 
-def _replay_one(job: tuple[Series, Path, str, list[Carried], ResolvedTarget, Ident],
+def _replay_one(job: tuple[Series, Path, str, list[Carried], ResolvedTarget, Ident, bool],
                 own: Repo | None = None) -> Replayed | str:
-    series, path, base, carried, target, committer = job
+    series, path, base, carried, target, committer, auto = job
     repo = own or Repo(path)
     try:
-        return replay_target(series, repo, base, carried, target, committer)
+        return replay_target(series, repo, base, carried, target, committer, auto)
     except CarryError as exc:
         return exc.line()
     finally:
@@ -311,7 +315,7 @@ def resume(series: Series, repo: Repo, action: str,
         st.write(repo, path, state)
     if state["phase"] == "replaying":
         if any(s.status == "pending" for s in steps):  # none after a skip that took the trial
-            committer, recorded = repo.committer_ident(), rerere.load(series.root)
+            committer, recorded = repo.committer_ident(), resolutions(series)
             head, stop, paths = run_steps(repo, steps, head, committer, recorded=recorded)
             if stop is not None:
                 trial = forecast(repo, steps, stop, head, committer, recorded, onto=t.sha)
@@ -382,7 +386,7 @@ def changelog_line(result: TargetResult) -> str:
         parts.append("conflicts resolved in " + ", ".join(resolved))
     recorded = [p.file[:4] for p in result.patches if p.resolutions]
     if recorded:
-        parts.append("recorded resolutions applied in " + ", ".join(recorded))
+        parts.append("recorded or automatic resolutions applied in " + ", ".join(recorded))
     for label, which in (("edited", [p.file[:4] for p in result.patches
                                      if p.reason == "edited"]),
                          ("skipped", [p.file[:4] for p in result.patches

@@ -22,7 +22,7 @@ from carry.base import atomic, untrusted
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.replay import pyfacts, pytext
-from carry.replay.runs import Changes, PatchResult, _commit_changes
+from carry.replay.runs import Changes, PatchResult, commit_changes
 
 MAX_BYTES = 4 << 20  # a larger .py file is reported as not audited, never parsed
 ROOTS = ("", "src/")  # where a project's top-level packages live
@@ -213,7 +213,7 @@ def run(repo: Repo, steps: Sequence[PatchResult], head: str, onto: str) -> list[
     target = repo.read_commit(onto).tree
     applied = [s for s in steps if s.status == "applied" and s.source]
     # each patch's changes as the replay read them (runs keeps them in .git/carry/changes/)
-    changes = _commit_changes(repo, [s.source for s in steps if s.source])
+    changes = commit_changes(repo, [s.source for s in steps if s.source])
     py = {sha: {p: e for p, e in ch.items() if p.endswith(b".py") and e[1] is not None}
           for sha, ch in changes.items()}
     paths = {p for s in applied for p in py.get(s.source, ())}

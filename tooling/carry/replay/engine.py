@@ -125,20 +125,28 @@ def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
     return trial
 
 
+def resolutions(series: Series, auto: bool = True) -> rerere.Recorded:
+    """The series' recorded resolutions, and whether a conflict whose three texts decide it
+    resolves by itself: unless `auto` (`--no-auto-resolve`) or the manifest's
+    `policy.auto_resolve` is off."""
+    return rerere.load(series.root, auto and series.manifest.policy.auto_resolve)
+
+
 def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carried],
-                  target: ResolvedTarget, committer: Ident) -> Replayed:
+                  target: ResolvedTarget, committer: Ident, auto: bool = True) -> Replayed:
     """Drop detection and the replay at once.
 
     The replay starts speculatively, as if nothing were dropped, while detection runs on the
     other core. Most rebases drop nothing and are done when both finish; otherwise the steps
     before the first dropped patch are kept (the same inputs give the same commits) and the
     rest is replayed again. A conflict the series' recorded resolutions resolve does not
-    stop it (`rerere`)."""
+    stop it (`rerere`), nor one whose three texts decide it, unless `auto` or the
+    manifest's `policy.auto_resolve` is off (`autoresolve`)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from carry.replay.drops import find_drops
 
-    recorded = rerere.load(series.root)
+    recorded = resolutions(series, auto)
     detector = repo.fork()
     m = series.manifest
     try:

@@ -41,7 +41,7 @@ from carry.series.store import (
 Lines = tuple[bytes, ...]  # each with its b"\n", but perhaps a file's last one
 FORMAT = "carry resolution 1"
 _SIZE = 7  # git's default conflict-marker-size
-_REGULAR = (b"100644", b"100755")
+REGULAR = (b"100644", b"100755")
 _NO_EOL = "\\ No newline at end of file"
 
 
@@ -136,7 +136,7 @@ def align(marked: Marked, resolved: Sequence[bytes]) -> list[Lines] | None:
         return None
     out: list[Lines] = []
     for block in ctx[1:-1]:
-        at = _find(res, list(block), pos, end)
+        at = find_block(res, list(block), pos, end)
         if at is None:
             return None
         out.append(tuple(res[pos:at]))
@@ -145,7 +145,8 @@ def align(marked: Marked, resolved: Sequence[bytes]) -> list[Lines] | None:
     return out
 
 
-def _find(lines: list[bytes], block: list[bytes], start: int, end: int) -> int | None:
+def find_block(lines: list[bytes], block: list[bytes], start: int, end: int) -> int | None:
+    """Where `block` first stands, as consecutive lines of `lines[start:end]`."""
     for i in range(start, end - len(block) + 1):
         if lines[i:i + len(block)] == block:
             return i
@@ -309,9 +310,11 @@ class _Reader:
 @dataclass
 class Recorded:
     """A series' resolutions, looked up by (patch, hunk id); a later version's text for the
-    same hunk wins."""
+    same hunk wins. `auto`: a hunk none of them covers may resolve by itself
+    (`autoresolve`), when its three texts decide it."""
 
     files: list[Resolution] = field(default_factory=list)
+    auto: bool = False
     _by_key: dict[tuple[int, str], tuple[Resolution, Lines]] = field(
         default_factory=dict, init=False, repr=False)
 
@@ -327,9 +330,10 @@ class Recorded:
         return self._by_key.get((patch, hunk.key()))
 
 
-def load(root: Path) -> Recorded:
+def load(root: Path, auto: bool = False) -> Recorded:
     """Every resolution of the series folder `root`; a damaged, linked, special or oversized
-    file is a one-line error naming it (as a damaged patch is), never skipped silently."""
+    file is a one-line error naming it (as a damaged patch is), never skipped silently.
+    `auto`: also let the conflicts their three texts decide resolve themselves."""
     files = []
     for p in list_resolutions(root / RESOLUTION_DIR):
         data = read_regular(p, RESOLUTION_LIMIT)
@@ -346,4 +350,4 @@ def load(root: Path) -> Recorded:
                              "named for another",
                              hint=f"rename it to {res.file_name}, or remove it")
         files.append(res)
-    return Recorded(files)
+    return Recorded(files, auto)

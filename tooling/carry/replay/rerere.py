@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 from carry.base.errors import CarryError
 from carry.git import Entry, RawCommit, Repo
 from carry.replay.recorded import (
-    _REGULAR,
+    REGULAR,
+    Lines,
     Marked,
     Recorded,
     Resolution,
-    _find,
     align,
+    find_block,
     load,
     parse,
     parse_marked,
@@ -49,7 +50,7 @@ def conflicts(repo: Repo, commit: RawCommit, onto_tree: str) -> tuple[str, list[
         entry = repo.tree_lookup(tree, path)
         if 2 not in st or 3 not in st:
             out.append(Conflicted(path, b"", None, "one side deletes or renames it"))
-        elif entry is None or entry[0] not in _REGULAR:
+        elif entry is None or entry[0] not in REGULAR:
             out.append(Conflicted(path, b"", None, "not a regular file on both sides"))
         else:
             data = repo.read_object(entry[1])[2]
@@ -62,42 +63,80 @@ def conflicts(repo: Repo, commit: RawCommit, onto_tree: str) -> tuple[str, list[
 
 @dataclass(frozen=True)
 class Applied:
-    """A conflict the recorded resolutions resolved: the tree and the resolutions used."""
+    """A conflict the recorded resolutions resolved, or that resolved by itself: the tree,
+    the resolutions used, and what each hunk that resolved by itself did ("both sides
+    added entries to KERNELS in a.py")."""
 
     tree: str
     used: tuple[Resolution, ...]
+    auto: tuple[str, ...] = ()
 
     @property
     def reason(self) -> str:
         versions = sorted({r.version for r in self.used})
-        return ("conflict resolved by the resolution recorded on "
-                + " and ".join(f"v{v}" for v in versions))
+        parts = [] if not self.used else [
+            "conflict resolved by the resolution recorded on "
+            + " and ".join(f"v{v}" for v in versions)]
+        if self.auto:
+            parts.append("conflict resolved by itself: " + "; ".join(self.auto)
+                         + " (resolved by carry: review)")
+        return ", and ".join(parts)
 
 
 def apply(repo: Repo, recorded: Recorded, patch: int, commit: RawCommit,
           onto_tree: str) -> Applied | None:
     """`commit` onto `onto_tree` with every conflicted hunk replaced by its recorded text,
-    or None when one has none (or a path conflicts in a way no hunk describes)."""
-    if not recorded.has(patch):
+    or (`recorded.auto`) by the text its three sides decide (`autoresolve`); None when one
+    has neither (or a path conflicts in a way no hunk describes)."""
+    if not recorded.has(patch) and not recorded.auto:
         return None  # the common case costs no second merge
     tree, found = conflicts(repo, commit, onto_tree)
     if not found:
         return None
     edits: dict[bytes, Entry | None] = {}
     used: dict[str, Resolution] = {}
+    said: list[str] = []
     for c in found:
         if c.marked is None:
             return None
-        texts = []
-        for hunk in c.marked.hunks:
-            hit = recorded.find(patch, hunk)
-            if hit is None:
-                return None
+        filled = _filled(c, recorded, patch, used)
+        if filled is None:
+            return None
+        edits[c.path] = (c.mode, repo.write_object("blob", filled[0]))
+        said += [f"{line} in {c.name}" for line in filled[1]]
+    resolved = repo.edit_tree(tree, edits) or repo.write_object("tree", b"")
+    return Applied(resolved, tuple(used[k] for k in sorted(used)), tuple(said))
+
+
+def _filled(c: Conflicted, recorded: Recorded, patch: int, used: dict[str, Resolution]
+            ) -> tuple[bytes, list[str]] | None:
+    """The path's text with each hunk resolved (its recorded text first), and what the
+    hunks that resolved by themselves did; None when a hunk stays unresolved, or a Python
+    file so resolved would not parse."""
+    from carry.replay import autoresolve
+
+    assert c.marked is not None
+    python = c.name.endswith(autoresolve.PYTHON)
+    texts: list[Lines] = []
+    autos: dict[int, autoresolve.Candidate] = {}
+    for i, hunk in enumerate(c.marked.hunks):
+        hit = recorded.find(patch, hunk)
+        cand = autoresolve.candidate(hunk, python) if hit is None and recorded.auto else None
+        if hit is None and cand is None:
+            return None
+        if hit is not None:
             used[hit[0].name] = hit[0]
             texts.append(hit[1])
-        edits[c.path] = (c.mode, repo.write_object("blob", c.marked.fill(texts)))
-    resolved = repo.edit_tree(tree, edits) or repo.write_object("tree", b"")
-    return Applied(resolved, tuple(used[k] for k in sorted(used)))
+        elif cand is not None:
+            autos[i] = cand
+            texts.append(cand.text)
+    data = c.marked.fill(texts)
+    if not autos:
+        return data, []
+    if not python:
+        return data, [autoresolve.describe(x) for _, x in sorted(autos.items())]
+    said = autoresolve.confirm(data, c.marked, texts, autos)
+    return None if said is None else (data, said)
 
 
 @dataclass
@@ -135,7 +174,7 @@ def take(repo: Repo, patch: int, commit: RawCommit, onto_tree: str, resolved_tre
             out.skipped.append((c.name, c.why))
             continue
         entry = repo.tree_lookup(resolved_tree, c.path)
-        if entry is None or entry[0] not in _REGULAR:
+        if entry is None or entry[0] not in REGULAR:
             out.skipped.append((c.name, "the resolution deletes it or changes its type"))
             continue
         texts = align(c.marked, split_lines(repo.read_object(entry[1])[2]))
@@ -189,13 +228,13 @@ def _can_recur(repo: Repo, res: Resolution, commit: RawCommit) -> bool:
     # a file the patch adds may be one it renames: its old lines are those of a file it
     # deletes, where the conflict's base then comes from
     sources = [split_lines(repo.read_object(old[1])[2]) for old, new in changes.values()
-               if new is None and old is not None and old[0] in _REGULAR]
+               if new is None and old is not None and old[0] in REGULAR]
     pairs = []
     for old, new in changes.values():
-        if new is None or new[0] not in _REGULAR:
+        if new is None or new[0] not in REGULAR:
             continue
         after = split_lines(repo.read_object(new[1])[2])
-        if old is not None and old[0] in _REGULAR:
+        if old is not None and old[0] in REGULAR:
             pairs.append((split_lines(repo.read_object(old[1])[2]), after))
         else:
             pairs += [(before, after) for before in sources or [[]]]
@@ -210,4 +249,4 @@ def _within(block: list[bytes], lines: list[bytes]) -> bool:
         return True
     if block[-1].endswith(b"\n") and lines and not lines[-1].endswith(b"\n"):
         lines = [*lines[:-1], lines[-1] + b"\n"]  # git adds it before a marker
-    return _find(lines, block, 0, len(lines)) is not None
+    return find_block(lines, block, 0, len(lines)) is not None

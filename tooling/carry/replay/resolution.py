@@ -180,22 +180,14 @@ def prune(series: Series, repo: Repo | None) -> tuple[dict[str, str], int, str]:
 
 def take_recorded(series: Series, repo: Repo, step: PatchResult, head: str,
                   committer: Ident) -> str | None:
-    """The stopped patch resolved by the series' recorded resolutions instead of by hand:
-    for a target that stopped at the same conflict before the resolution was recorded (two
-    targets of one run), whose worktree still holds the markers. None when they do not
-    resolve it."""
-    from carry.replay import rerere
+    """The stopped patch resolved by the series' recorded resolutions instead of by hand
+    (`runs.resolved`, as a replay does): for a target that stopped at the same conflict
+    before the resolution was recorded (two targets of one run), whose worktree still holds
+    the markers; the hunks their three texts decide resolve by themselves unless the
+    manifest's `policy.auto_resolve` is off. None when they do not resolve it."""
+    from carry.replay.engine import resolutions
+    from carry.replay.runs import resolved
 
     source = repo.read_commit(step.source)
-    onto = repo.read_commit(head).tree
-    fixed = rerere.apply(repo, rerere.load(series.root), step.number, source, onto)
-    if fixed is None:
-        return None
-    step.resolutions = [r.name for r in fixed.used]
-    if fixed.tree == onto:
-        step.status, step.reason = "dropped", f"{fixed.reason}, and then empty"
-        return head
-    new = repo.write_commit(fixed.tree, [head], source.message, source.author, committer,
-                            source.encoding)
-    step.status, step.reason, step.commit = "applied", fixed.reason, new
-    return new
+    fixed = resolved(repo, resolutions(series), step, source, head, committer)
+    return None if fixed is None else fixed[0]

@@ -59,19 +59,31 @@ def run_steps(repo: Repo, steps: list[PatchResult], head: str, committer: Ident,
     head_tree = repo.read_commit(head).tree
     pending = {i: step.source for i, step in enumerate(steps) if step.status == "pending"}
     every = [step.source for step in steps if step.source]  # one key for every subset
-    known = _commit_changes(repo, every) if batch and len(pending) > 1 else {}
+    known = commit_changes(repo, every) if batch and len(pending) > 1 else {}
     changes: dict[int, Changes] = {i: known[sha] for i, sha in pending.items() if sha in known}
     runs = _plan(repo, steps, changes, batch)
     if len(runs) > 1:  # the target's trees the merges will change, read in a few exchanges
         repo.read_paths(head_tree, {p for ch in changes.values() for p in ch})
     ahead = _start(repo, runs[0], head_tree) if runs else None
-    return _run(repo, steps, runs, changes, head, head_tree, committer, ahead,
-                recorded or rerere.Recorded())
+    ctx = _Replay(repo, steps, changes, committer, recorded or rerere.Recorded())
+    return _run(ctx, runs, head, head_tree, ahead)
 
 
-def _run(repo: Repo, steps: list[PatchResult], runs: list[Run], changes: dict[int, Changes],
-         head: str, head_tree: str, committer: Ident, ahead: PendingMerge | None,
-         recorded: rerere.Recorded) -> tuple[str, int | None, list[str]]:
+@dataclass(frozen=True)
+class _Replay:
+    """What every merge of one `run_steps` shares: the steps it fills in, the patches'
+    changes, the committer, and the resolutions a conflict may take."""
+
+    repo: Repo
+    steps: list[PatchResult]
+    changes: dict[int, Changes]
+    committer: Ident
+    recorded: rerere.Recorded
+
+
+def _run(ctx: _Replay, runs: list[Run], head: str, head_tree: str,
+         ahead: PendingMerge | None) -> tuple[str, int | None, list[str]]:
+    repo, steps, changes, committer = ctx.repo, ctx.steps, ctx.changes, ctx.committer
     try:
         for k, run in enumerate(runs):
             try:
@@ -83,7 +95,7 @@ def _run(repo: Repo, steps: list[PatchResult], runs: list[Run], changes: dict[in
             if merged is not None and not merged.clean:
                 if len(run) == 1:
                     j, c = run[0]
-                    fixed = _resolved(repo, recorded, steps[j], c, head, head_tree, committer)
+                    fixed = resolved(repo, ctx.recorded, steps[j], c, head, committer)
                     if fixed is None:
                         steps[j].status = "conflict"
                         return head, j, sorted(set(merged.conflicts))
@@ -98,8 +110,7 @@ def _run(repo: Repo, steps: list[PatchResult], runs: list[Run], changes: dict[in
                 if ahead:
                     with suppress(CarryError):
                         ahead.result()
-                head, head_tree, stop = _one_by_one(repo, steps, run, head, head_tree, committer,
-                                                    recorded)
+                head, head_tree, stop = _one_by_one(ctx, run, head, head_tree)
                 if stop is not None:
                     return head, stop[0], stop[1]
                 ahead = _start(repo, runs[k + 1], head_tree) if k + 1 < len(runs) else None
@@ -112,7 +123,7 @@ def _run(repo: Repo, steps: list[PatchResult], runs: list[Run], changes: dict[in
             ahead.proc.wait()  # never left running, whatever stopped the replay
 
 
-def _commit_changes(repo: Repo, shas: list[str]) -> dict[str, Changes]:
+def commit_changes(repo: Repo, shas: list[str]) -> dict[str, Changes]:
     """Each commit's changes, kept under `.git/carry/changes/` (the newest 32 lists of
     commits): commits never change, so a daily replay of a cached chain, or the forecast's
     replays of its subsets, do not diff them again."""
@@ -148,18 +159,18 @@ def _commit(repo: Repo, step: PatchResult, c: RawCommit, tree: str, head: str, h
     return head, tree
 
 
-def _one_by_one(repo: Repo, steps: list[PatchResult], run: Run, head: str, head_tree: str,
-                committer: Ident, recorded: rerere.Recorded
+def _one_by_one(ctx: _Replay, run: Run, head: str, head_tree: str
                 ) -> tuple[str, str, tuple[int, list[str]] | None]:
     """A run merged patch by patch; stops at the first conflict that no recorded resolution
-    resolves (its index and paths)."""
+    resolves, nor its own three texts (its index and paths)."""
+    repo, steps, committer = ctx.repo, ctx.steps, ctx.committer
     for j, c in run:
         if repo.read_commit(c.parents[0]).tree == head_tree:
             tree = c.tree  # nothing moved under this patch: its own tree is the result
         else:
             merged = repo.replay_tree(c, head_tree)
             if not merged.clean:
-                fixed = _resolved(repo, recorded, steps[j], c, head, head_tree, committer)
+                fixed = resolved(repo, ctx.recorded, steps[j], c, head, committer)
                 if fixed is None:
                     steps[j].status = "conflict"
                     return head, head_tree, (j, sorted(set(merged.conflicts)))
@@ -170,17 +181,22 @@ def _one_by_one(repo: Repo, steps: list[PatchResult], run: Run, head: str, head_
     return head, head_tree, None
 
 
-def _resolved(repo: Repo, recorded: rerere.Recorded, step: PatchResult, c: RawCommit,
-              head: str, head_tree: str, committer: Ident) -> tuple[str, str] | None:
-    """The conflicting patch committed with its recorded resolution (the new head and tree),
-    marked so that every view says which resolution of which version did it; None when the
-    resolutions do not cover every conflicted hunk, and the replay stops as before."""
+def resolved(repo: Repo, recorded: rerere.Recorded, step: PatchResult, c: RawCommit,
+             head: str, committer: Ident) -> tuple[str, str] | None:
+    """The conflicting patch `c` committed on `head` with its recorded resolution, or with
+    the hunks that resolve by themselves (`recorded.auto`): the new head and tree, the step
+    marked so that every view says which resolution of which version did it, or which hunk
+    resolved by itself and how. None when they do not cover every conflicted hunk, and the
+    replay stops as before. The one place a replay, or a `--continue` that finds the
+    conflict recorded since (`resolution.take_recorded`), commits a resolution it did not
+    get by hand."""
+    head_tree = repo.read_commit(head).tree
     fixed = rerere.apply(repo, recorded, step.number, c, head_tree)
     if fixed is None:
         return None
     head, head_tree = _commit(repo, step, c, fixed.tree, head, head_tree, committer)
     step.reason = fixed.reason + (", and then empty" if step.status == "dropped" else "")
-    step.resolutions = [r.name for r in fixed.used]
+    step.resolutions = [r.name for r in fixed.used] + [f"auto: {x}" for x in fixed.auto]
     return head, head_tree
 
 

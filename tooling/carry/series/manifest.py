@@ -83,6 +83,7 @@ class Policy:
         default_factory=lambda: ["Signed-off-by", "Co-authored-by", "Reviewed-by", "Acked-by"]
     )
     exceptions: list[TrailerException] = field(default_factory=list)
+    auto_resolve: bool = True  # conflicts whose three texts decide them resolve themselves
 
     def exception_for(self, number: int, trailer: str) -> TrailerException | None:
         for exc in self.exceptions:
@@ -289,6 +290,7 @@ def parse_manifest(path: Path, data: dict[str, Any]) -> Manifest:
         required=pol.strs("required", ["Signed-off-by"]),
         ai_attribution=pol.text("ai_attribution", "Assisted-by"),
         person_trailers=pol.strs("person_trailers", Policy().person_trailers),
+        auto_resolve=pol.get("auto_resolve", bool, True),
     )
     for e in pol.subs("exception"):
         m.policy.exceptions.append(TrailerException(
@@ -360,6 +362,8 @@ def dump_manifest(m: Manifest) -> str:
     pol: dict[str, Any] = {"required": m.policy.required,
                            "ai_attribution": m.policy.ai_attribution,
                            "person_trailers": m.policy.person_trailers}
+    if not m.policy.auto_resolve:
+        pol["auto_resolve"] = False
     if m.policy.exceptions:
         pol["exception"] = [vars(e).copy() for e in m.policy.exceptions]
     doc["policy"] = pol

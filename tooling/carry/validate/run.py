@@ -273,7 +273,8 @@ def _early_key(series: Series, repo: Repo, onto: str, baseline: bool,
     return cache.key({"chain": chain_key(series_base(series, repo), files),
                       "onto": repo.rev_parse(onto), "baseline": baseline,
                       "drops": [to_data(m.provenance), m.upstream.repo], **inputs,
-                      **({"resolutions": recorded} if recorded else {})})
+                      **({"resolutions": recorded} if recorded else {}),
+                      **({} if m.policy.auto_resolve else {"auto_resolve": False})})
 
 
 def _answer(repo: Repo, series: Series, hit: dict[str, Any], head: str,

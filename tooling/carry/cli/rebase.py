@@ -42,6 +42,10 @@ def rebase(
              "is printed).")] = False,
     fetch: Annotated[bool, Flag(help="Fetch the manifest's remotes first.")] = False,
     dry_run: Annotated[bool, Flag("--dry-run", help="Report only; write no ref.")] = False,
+    furthest: Annotated[bool, Flag(
+        "--furthest", help="Go as far as the series replays with no stop: onto the newest "
+                           "commit of each target's first-parent line it applies to, naming "
+                           "the commit and patch that block the next step.")] = False,
     force: Annotated[bool, Flag(
         help="Move a --branch that carry did not write last; with --continue, keep a "
              "resolution that undoes lines the target changed.")] = False,
@@ -92,7 +96,7 @@ def rebase(
                               show=show, resolve=resolve)
     opts = rebasemod.Options(onto=onto or [], targets=target or [], branch=branch,
                              refresh=refresh, fetch=fetch, dry_run=dry_run, force=force,
-                             target_names=True)
+                             target_names=True, furthest=furthest)
     where = repo_path(repo, _root(series_dir), [name] if name else [], resuming=act.resumes)
     assert where is not None  # needed: repo_path raises rather than give none
     at = resume.locate(Repo.open(where), series_dir, name, opts, act)

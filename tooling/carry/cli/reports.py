@@ -47,6 +47,10 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
                    str(r.count("would-conflict")), str(r.count("dropped")), _short(r.head)]
                   for r in rows])
     for r in rows:
+        from carry.cli.digest import furthest_lines
+
+        for line in furthest_lines(r.furthest, True):
+            render.say(f"  {r.target}:{line[1:]}" if line.startswith("  furthest") else line)
         for p in r.patches:
             if p.status in ("dropped", "skipped") or p.reason:
                 render.say(f"  {r.target}: {p.file} {p.status}: {p.reason}")

@@ -43,6 +43,7 @@ from carry.series.store import Series
 
 if TYPE_CHECKING:
     from carry.replay.chain import Carried
+    from carry.replay.furthest import Furthest
 
 
 @dataclass(kw_only=True)
@@ -55,6 +56,7 @@ class Options:
     dry_run: bool = False
     force: bool = False
     target_names: bool = False  # `carry rebase`: --onto v1.1.0 writes the release target's branch
+    furthest: bool = False  # each target pinned to the furthest commit it replays onto
 
 
 @dataclass
@@ -94,7 +96,13 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
 
     base, carried = load_chain(series, repo)
     committer = repo.committer_ident()
-    results, finishing = [], []
+    results: list[TargetResult] = []
+    finishing: list[tuple[ResolvedTarget, TargetResult]] = []
+    found: dict[str, Furthest] = {}  # --furthest: rebase.furthest.pin
+    if opts.furthest:  # bisected in memory; then the rebase onto that commit, as --onto SHA
+        from carry.rebase.furthest import pin
+
+        tlist, results, found = pin(series, repo, base, carried, tlist, committer)
     for t, done in zip(tlist, _replay_all(series, repo, base, carried, tlist, committer),
                        strict=True):
         if isinstance(done, str):
@@ -102,7 +110,7 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
                                         message=done))
             continue
         r = done.result
-        r.branch, r.dry_run = branches[t.slug][0], opts.dry_run
+        r.branch, r.dry_run, r.furthest = branches[t.slug][0], opts.dry_run, found.get(t.slug)
         results.append(r)
         if done.stop is not None and opts.dry_run:
             s = r.patches[done.stop]

@@ -6,6 +6,7 @@ patch that block the next step. Real repositories: an upstream of 20 first-paren
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 
 from carry.series.manifest import Target
 from tests.conftest import CommitBuilder, git, run_carry, util
+from tests.test_ci_loop import FORK, Site, site  # noqa: F401  (the CI loop's fixture)
 
 PR0 = 43000
 
@@ -145,3 +147,59 @@ def test_merge_before_the_block_is_a_candidate(series: CommitBuilder, series_roo
     [doc] = json.loads(r.out)
     assert doc["onto"] == shas[11] and doc["furthest"]["onto"]["pr"] == 43012
     assert len(git(series.path, "rev-list", "--parents", "-1", shas[11]).split()) == 3
+
+
+# -- the CI job: a conflicting cell validates its furthest point, and the PR carries it -------
+
+
+def test_ci_cell_validates_the_furthest_point_and_the_pr_carries_it(
+        site: Site) -> None:  # noqa: F811  (the fixture imported above)
+    from carry.series import store as seriesmod
+    from carry.series.store import Target
+    from tests.test_ci_loop import CORE
+
+    s = site.series()
+    s.manifest.targets = [Target(name="dev", ref="main", kind="dev")]
+    seriesmod.save_manifest(s)
+    up = site.up
+    up.checkout("main")
+    up.commit("docs: one (#101)", {"docs/one.md": "one\n"})
+    two = up.commit("docs: two (#102)", {"docs/two.md": "two\n"})
+    block = up.commit("core: keep only the newest state (#103)",
+                      {"calc/core.py": CORE.replace("[-1:]", "[-1:]  # newest only")})
+    up.commit("docs: three (#104)", {"docs/three.md": "three\n"})
+    cell = site.cell({"series": "good", "target": "dev", "ref": "main"}, "--open-pr",
+                     "--track-issues")
+    (row,) = cell["rows"]
+    assert cell["status"] == "failed" and row["rebase"] == "conflict"
+    assert row["furthest"] == "up to #102 (3 of 5 commits); blocked by #103 on 0001"
+    assert (row["furthest_onto"], row["furthest_validate"]) == (two, "passed")
+    assert row["validate"] == "not run"  # the target itself conflicts
+    summary = (site.tmp / "out" / "summary.md").read_text()
+    assert ("furthest: up to #102 (3 of 5 commits); blocked by #103 on 0001; validated "
+            "there: passed") in summary
+    acts = {a["kind"]: a for a in cell["loop"]}
+    assert acts["issue"]["action"] == "opened" and acts["pr"]["action"] == "opened"
+    assert "up to #102" in acts["pr"]["note"]
+    pushed = git(up.path, "ls-remote", "origin", "refs/heads/carry/good/tip").split()[0]
+    assert git(up.path, "rev-parse", f"{pushed}~2") == two  # 2 patches on #102
+    assert subprocess.run(["git", "merge-base", "--is-ancestor", block, pushed],
+                          cwd=up.path).returncode == 1
+    assert site.series().manifest.base.commit == two
+    (pull,) = site.gh.state.repos[FORK].pulls.values()
+    assert "9 tests passed" in pull.body  # the furthest point's own validation report
+
+
+def test_dashboard_says_how_far_a_conflicting_cell_goes(tmp_path: Path,
+                                                        series_root: Path) -> None:
+    from carry.job import shared, steer
+    from carry.job.board import Cell
+
+    row = shared.Row("good", "dev", "f" * 40, "conflict", conflict="0001-x.patch (a.py)",
+                     furthest="up to #102 (3 of 5 commits); blocked by #103 on 0001",
+                     furthest_head="e" * 40, furthest_validate="passed")
+    cell = Cell("good", "dev")
+    steer._take(cell, row, False, "2026-12-06T00:00:00Z")
+    assert cell.state == "conflict"
+    assert cell.details[-1] == ("up to #102 (3 of 5 commits); blocked by #103 on 0001; "
+                                "validated there: passed")

@@ -149,6 +149,16 @@ def test_merge_before_the_block_is_a_candidate(series: CommitBuilder, series_roo
     assert len(git(series.path, "rev-list", "--parents", "-1", shas[11]).split()) == 3
 
 
+def test_furthest_cannot_change_a_stopped_rebase(series: CommitBuilder,
+                                                 series_root: Path) -> None:
+    _upstream(series, blocks=13)
+    args = ("rebase", "demo", "--repo", str(series.path), "--series-dir", str(series_root))
+    assert run_carry(*args, "--onto", "main").code == 1  # stopped at 0002
+    r = run_carry(*args, "--skip", "--furthest")
+    assert r.code == 2 and "--furthest cannot change it now" in r.err, r.err
+    assert len(r.err.strip().splitlines()) <= 2
+
+
 # -- the CI job: a conflicting cell validates its furthest point, and the PR carries it -------
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_conflicts import NAME, TOOLING, Ctx, carry, git, rebase_args  # noqa: E402
-from bench_real_fork import ONTO_REF, SERIES_REF, Shape, clone, pick, run  # noqa: E402
+from bench_real_fork import ONTO_REF, Shape, clone, pick, run  # noqa: E402
 
 sys.path.insert(0, TOOLING)
 
@@ -126,13 +126,14 @@ def one_size(fork: str, work: Path, shape: Shape, line: list[str], k: int,
     agree = all(not said[i] for i in picks if i <= at) and \
         (at + 1 >= len(line) or said[at + 1] == f["blocker"]["patch"])
     scan_last = first_stop - 1 if first_stop < len(line) else len(line) - 1
-    blocker = f["blocker"] or {}
+    b = f["blocker"]
+    blocked = f"blocked by {b['commit']['sha'][:12]} (#{b['commit']['pr']}) on {b['patch']}" \
+        if b else "nothing blocks"
     print(f"## {k} patches: furthest {f['reach']}, {f['steps']} of {f['total']} commits "
-          f"(onto {f['onto']['sha'][:12]} {f['onto']['subject'][:60]!r}); blocked by "
-          f"{blocker.get('commit', {}).get('sha', '')[:12]} on {blocker.get('patch', '-')}; "
+          f"(onto {f['onto']['sha'][:12]} {f['onto']['subject'][:60]!r}); {blocked}; "
           f"{f['probes']} probes", flush=True)
-    print(f"   carry --furthest (CLI, {args.repeat} runs, first cold) min / median / max: "
-          f"{stats(times)}; first {times[0]:.2f} s")
+    print(f"   carry --furthest (CLI, {args.repeat} runs) min / median / max: {stats(times)};"
+          f" the first (cold: chain cache built) {times[0]:.2f} s")
     print(f"   brute force: {len(picks)} probes of carry's in-memory replay, {stats(probe_times)}"
           f" each, {sum(probe_times):.1f} s in all (all {len(line)} commits: about "
           f"{statistics.median(probe_times) * len(line):.0f} s)")
@@ -188,7 +189,6 @@ def main() -> None:
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
-    _ = SERIES_REF
 
 
 if __name__ == "__main__":

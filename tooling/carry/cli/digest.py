@@ -5,10 +5,13 @@ command to copy is never cut and sits on a line of its own (after a short label)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from carry.cli import render
 from carry.cli.views import _short
+
+if TYPE_CHECKING:
+    from carry.replay.furthest import Furthest
 
 _COUNTED = (("applied", "applied"), ("dropped", "dropped"), ("skipped", "skipped"))
 
@@ -63,7 +66,7 @@ def show(rows: list[Any], repo: Any, series_root: str) -> None:
             _commit_it(r, series_root, r.refreshed["version"])
 
 
-def furthest_lines(f: Any, verbose: bool) -> list[str]:
+def furthest_lines(f: Furthest | None, verbose: bool) -> list[str]:
     """`--furthest`: how far the target went and what blocks it; with `verbose` the commits'
     shas and subjects, the paths and what the bisection cost."""
     if f is None:

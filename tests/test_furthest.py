@@ -149,6 +149,31 @@ def test_merge_before_the_block_is_a_candidate(series: CommitBuilder, series_roo
     assert len(git(series.path, "rev-list", "--parents", "-1", shas[11]).split()) == 3
 
 
+def test_a_recorded_resolution_counts(series: CommitBuilder, series_root: Path) -> None:
+    """0002's conflict with commit 4, resolved once and recorded, no longer stops it: the
+    furthest point is past 4, before commit 8 (which blocks 0003)."""
+    for n in range(1, 6):
+        series.commit(f"Upstream change {n} (#{PR0 + n})", {f"up/{n}.txt": f"{n}\n", **(
+            {"src/util.py": util(h2=77)} if n == 4 else {})})
+    args = ("--repo", str(series.path), "--series-dir", str(series_root))
+    assert run_carry("rebase", "demo", "--onto", "main", *args).code == 1  # stops at 0002
+    state = json.loads((series.path / ".git/carry/rebase/demo/main.json").read_text())
+    assert run_carry("rebase", "--resolve", *args).code == 1
+    (Path(state["worktree"]) / "src/util.py").write_text(util(h1=11, h2=2277))
+    done = run_carry("rebase", "--continue", *args)
+    assert done.code == 0 and "recorded the resolution" in done.out, done.out + done.err
+    shas = [series.commit(f"Upstream change {n} (#{PR0 + n})", {f"up/{n}.txt": f"{n}\n", **(
+        {"src/core.py": "def f():\n    return 8\n"} if n == 8 else {})}) for n in range(6, 11)]
+    r = run_carry("rebase", "demo", "--onto", "main", "--furthest", "--dry-run", "--json", *args)
+    assert r.code == 0, r.err
+    [doc] = json.loads(r.out)
+    f = doc["furthest"]
+    assert (f["steps"], f["total"], f["onto"]["sha"]) == (7, 10, shas[1]), f
+    assert f["blocker"]["commit"]["pr"] == PR0 + 8
+    assert f["blocker"]["patch"].startswith("0003-")
+    assert doc["patches"][1]["resolutions"], doc["patches"][1]
+
+
 def test_furthest_cannot_change_a_stopped_rebase(series: CommitBuilder,
                                                  series_root: Path) -> None:
     _upstream(series, blocks=13)

@@ -5,10 +5,13 @@ command to copy is never cut and sits on a line of its own (after a short label)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from carry.cli import render
 from carry.cli.views import _short
+
+if TYPE_CHECKING:
+    from carry.replay.furthest import Furthest
 
 _COUNTED = (("applied", "applied"), ("dropped", "dropped"), ("skipped", "skipped"))
 
@@ -43,6 +46,8 @@ def show(rows: list[Any], repo: Any, series_root: str) -> None:
     for r in rows:
         for line in summary(r):
             render.say(render.fit(line))
+        for line in furthest_lines(r.furthest, False):
+            render.say(render.fit(line))
         _patches(r)
         if r.message:
             for line in render.wrap(r.message):
@@ -59,6 +64,22 @@ def show(rows: list[Any], repo: Any, series_root: str) -> None:
             tag = f" (tag {r.refreshed['tag']})" if r.refreshed["tag"] else ""
             render.say(render.fit(f"  {r.series} is now v{r.refreshed['version']}{tag}"))
             _commit_it(r, series_root, r.refreshed["version"])
+
+
+def furthest_lines(f: Furthest | None, verbose: bool) -> list[str]:
+    """`--furthest`: how far the target went and what blocks it; with `verbose` the commits'
+    shas and subjects, the paths and what the bisection cost."""
+    if f is None:
+        return []
+    out = [f"  furthest: {f.line}"]
+    if verbose:
+        out.append(f"    onto {f.onto.sha[:12]} {f.onto.subject}")
+        if f.blocker is not None:
+            b = f.blocker
+            out.append(f"    blocked by {b.commit.sha[:12]} {b.commit.subject}")
+            out.append(f"    on {b.patch}" + (f" in {', '.join(b.paths)}" if b.paths else ""))
+        out.append(f"    {f.probes} in-memory replays for {f.total} commits")
+    return out
 
 
 def _branch(r: Any) -> None:

@@ -45,6 +45,10 @@ def rebase(
     no_auto_resolve: Annotated[bool, Flag(
         "--no-auto-resolve", help="Stop also where the three texts decide the answer (same "
                                   "change, a re-format, entries added by both).")] = False,
+    furthest: Annotated[bool, Flag(
+        "--furthest", help="Go as far as the series replays with no stop: onto the newest "
+                           "commit of each target's first-parent line it applies to, naming "
+                           "the commit and patch that block the next step.")] = False,
     force: Annotated[bool, Flag(
         help="Move a --branch that carry did not write last; with --continue, keep a "
              "resolution that undoes lines the target changed.")] = False,
@@ -95,7 +99,8 @@ def rebase(
                               show=show, resolve=resolve)
     opts = rebasemod.Options(onto=onto or [], targets=target or [], branch=branch,
                              refresh=refresh, fetch=fetch, dry_run=dry_run, force=force,
-                             target_names=True, auto_resolve=not no_auto_resolve)
+                             target_names=True, auto_resolve=not no_auto_resolve,
+                             furthest=furthest)
     where = repo_path(repo, _root(series_dir), [name] if name else [], resuming=act.resumes)
     assert where is not None  # needed: repo_path raises rather than give none
     at = resume.locate(Repo.open(where), series_dir, name, opts, act)

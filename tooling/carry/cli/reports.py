@@ -9,10 +9,18 @@ from carry.base.data import to_data
 from carry.cli import render
 
 if TYPE_CHECKING:  # results are only annotated here; importing them would slow every command
+    from carry.replay.engine import TargetResult
     from carry.validate.results import Report
 
 
 from carry.cli.views import _or_json, _short
+
+
+def _furthest(r: TargetResult) -> list[str]:
+    """`--furthest` in -v: where it went and what blocks it, shas and subjects in full."""
+    from carry.cli.digest import furthest_lines
+
+    return [line.strip() for line in furthest_lines(r.furthest, True)]
 
 
 def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
@@ -55,8 +63,8 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
                            f"{', '.join(p.forecast)} (by {p.author})")
         for f in r.audit:
             render.say(f"  {r.target}: {f.line}")
-        for w in r.why:
-            render.say(f"  {r.target}: {w['text']}")
+        for text in [*_furthest(r), *(w["text"] for w in r.why)]:
+            render.say(f"  {r.target}: {text}")
         if r.message:
             render.say(f"  {r.target}: {r.message}")
         for line in _recorded(r):

@@ -21,7 +21,7 @@ from carry.base.data import to_data
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.job import tracking
-from carry.job.shared import Action, Row
+from carry.job.shared import Action, Row, furthest_line
 from carry.job.shared import Options as LoopOptions
 from carry.rebase import command as rebase
 from carry.series import store as seriesmod
@@ -75,6 +75,25 @@ def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, how: Options
     row.report = str(path)
     row.validate = ("cached " if report.cached else "") + report.status
     row.summary = report.summary
+
+
+def _furthest(s: seriesmod.Series, repo: Repo, row: Row, how: Options) -> None:
+    """A conflicting cell: how far the series goes on the target's first-parent line (`carry
+    rebase --furthest`), that point validated; the loop's PR carries it when it passes."""
+    from dataclasses import replace
+
+    try:
+        (r,) = rebase.run(s, repo, rebase.Options(onto=[row.onto], furthest=True, dry_run=True))
+    except CarryError as exc:
+        row.furthest = f"furthest point not found: {exc.line()}"
+        return
+    row.furthest = r.furthest.line if r.furthest else r.message
+    if r.status != "applied" or r.furthest is None or not r.furthest.steps:
+        return
+    there = replace(row, head=r.head, validate="not run", summary="", report="", failing=[])
+    _validate(s, repo, there, r.onto, how)
+    row.furthest_onto, row.furthest_head, row.furthest_validate = r.onto, r.head, there.validate
+    row.report = there.report
 
 
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -139,6 +158,7 @@ def _rows(root: Path, names: list[str], repo: Repo, targets: list[str], onto: li
                 row.would_conflict = [f"{p.file} ({', '.join(p.forecast)})" for p in r.patches
                                       if p.status == "would-conflict"]
                 row.why = r.why
+                _furthest(s, repo, row, how)
             if r.status == "applied":
                 _validate(s, repo, row, r.onto, how)
                 if row.audit:  # applied is not correct: a cell with a finding is not validated
@@ -193,6 +213,7 @@ def markdown(result: JobResult) -> str:
         rebase_cell = r.rebase if not r.conflict else f"conflict in {r.conflict}" + "".join(
             f"<br>would-conflict: {w}" for w in r.would_conflict) + "".join(
             f"<br>why: {w}" for w in tracking.why_lines(r.why))
+        rebase_cell += f"<br>furthest: {furthest_line(r)}" if r.furthest else ""
         rebase_cell += "".join(f"<br>{x}" for x in r.resolved)
         rebase_cell += "".join(f"<br>audit: {x}" for x in r.audit)
         drops = "<br>".join(r.dropped) or "-"

@@ -51,12 +51,14 @@ def run(root: Path, repo: Repo, rows: list[Row], opts: Options) -> list[Action]:
         if target is None:
             continue  # an ad-hoc --onto ref: no PR or issue belongs to it
         clean = row.rebase == "applied" and row.validate.endswith("passed")
+        # a branch target's furthest point; a release tag's is no release: not carried
+        partway = row.rebase == "conflict" and _partway(row) and bool(target.ref)
         steps: list[partial[list[Action]]] = []
         if row.rebase == "conflict" and opts.track_issues:
             steps.append(partial(_track, ctx, s, name, row))
         if row.rebase == "applied" and getattr(row, "failing", None) and opts.track_issues:
             steps.append(partial(failing.track, ctx, s, name, row))
-        if clean and opts.open_pr:
+        if (clean or partway) and opts.open_pr:
             steps.append(partial(_refresh_and_pr, ctx, s, target, row))
         if clean and opts.track_issues:
             steps.append(partial(_close, ctx, s, target, row))
@@ -83,8 +85,8 @@ def _refresh_and_pr(ctx: Context, s: seriesmod.Series, target: seriesmod.Target,
     if not (target.kind in ("release", "dev") or (not target.kind and target.tags)):
         act.note = f"target {target.name} is not a release or dev target"
         return [act]
-    base = s.manifest.base.commit
-    if base and base != row.onto and not ctx.repo.is_ancestor(base, row.onto):
+    base, onto = s.manifest.base.commit, row.furthest_onto if _partway(row) else row.onto
+    if base and base != onto and not ctx.repo.is_ancestor(base, onto):
         act.note = (f"the series is on {base[:12]}, which {row.ref} does not contain; "
                     "it is not moved back")
         return [act]
@@ -98,15 +100,16 @@ def _refresh_and_pr(ctx: Context, s: seriesmod.Series, target: seriesmod.Target,
         act.action, act.note = "waiting", ctx.waiting_note("its PR")
         return [act]
     if ctx.opts.dry_run:  # the PR `carry pr` would update: carry's, for this series alone
-        step = (f"refresh to version {s.manifest.version + 1} on {row.ref}, "
-                if base != row.onto else "")
+        step = (f"refresh to version {s.manifest.version + 1} on {row.ref}"
+                + (f" up to {onto[:12]}, " if _partway(row) else ", ") if base != onto else "")
         if not found:
             ctx.took(s)
         act.action = "would-update" if found else "would-open"
         act.number, act.url = (found[0].number, found[0].url) if found else (0, "")
         act.note = f"would {step}push {branch} to {remote}, PR against {pr_base}"
         return [act]
-    opts = rebase.Options(onto=[row.ref], branch=branch, refresh=base != row.onto)
+    opts = rebase.Options(onto=[row.ref], branch=branch, refresh=base != onto,
+                          furthest=_partway(row))  # as far as it goes: validated there
     with locks.for_rebase(s.root.parent, s.name, ctx.repo, dry_run=False):
         s = seriesmod.find(s.root.parent, s.name)  # as it is now that no one else writes it
         (result,) = rebase.run(s, ctx.repo, opts)
@@ -123,8 +126,15 @@ def _refresh_and_pr(ctx: Context, s: seriesmod.Series, target: seriesmod.Target,
         ctx.took(s)
     version = result.refreshed.get("version")
     act.note = (f"series refreshed to version {version}; " if version else "") + \
-        f"pushed {branch} ({done.commit[:12]}) to {remote}"
+        f"pushed {branch} ({done.commit[:12]}) to {remote}" + \
+        (f"; {row.furthest}" if _partway(row) else "")
     return [act]
+
+
+def _partway(row: Row) -> bool:
+    """A conflicting cell whose furthest point (`rebase --furthest`) passed its tests: its PR
+    carries the series that far."""
+    return bool(row.furthest_head) and row.furthest_validate.endswith("passed")
 
 
 def _keep_published(repo: Repo, result: TargetResult, published_ref: str) -> None:

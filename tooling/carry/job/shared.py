@@ -37,6 +37,16 @@ class Row:
     tail: str = ""  # the end of the failing pytest run's output, scrubbed
     time: str = ""  # when the cell ran (ISO 8601, UTC)
     audit: list[str] = field(default_factory=list)  # replay.audit: what clean patches break
+    furthest: str = ""  # a conflict: "up to #A (k of n commits); blocked by #B on NNNN"
+    furthest_onto: str = ""  # the furthest commit the series replays onto, short of the target
+    furthest_head: str = ""  # the series on it, validated (furthest_validate), the PR's
+    furthest_validate: str = ""  # passed | failed | cached passed | error
+
+
+def furthest_line(row: Row) -> str:
+    """A conflicting cell's furthest point, as the summary and the dashboard say it."""
+    there = f"; validated there: {row.furthest_validate}" if row.furthest_validate else ""
+    return row.furthest + there
 
 
 @dataclass(kw_only=True)

@@ -24,6 +24,7 @@ from carry.base import notes
 from carry.base.errors import CarryError
 from carry.job import board as boardmod
 from carry.job.board import Board, Cell
+from carry.job.shared import furthest_line
 from carry.publish import github as forgemod
 from carry.publish import owned, repository
 from carry.series import store as seriesmod
@@ -162,6 +163,7 @@ def update(st: Steering, root: Path, repo: Repo, rows: Sequence[Any],
 
 def _take(cell: Cell, row: Any, retried: bool, now: str) -> None:
     state, details = _state(row)
+    details += [furthest_line(row)] if getattr(row, "furthest_head", "") else []  # it moved
     same = (cell.ref, cell.upstream, cell.state, cell.details) == (
         row.ref or row.onto, row.onto, state, details)
     cell.ref, cell.upstream, cell.state, cell.details = row.ref or row.onto, row.onto, state, \

@@ -62,6 +62,7 @@ def run(series: Series, repo: Repo, opts: Options, action: Action,
         return command.run(series, repo, opts)
     extra = [n for n, on in (("--branch", opts.branch), ("--refresh", opts.refresh),
                              ("--fetch", opts.fetch), ("--dry-run", opts.dry_run),
+                             ("--furthest", opts.furthest),
                              ("--force", opts.force and action is not Action.CONTINUE))
              if on]
     if extra:

@@ -44,6 +44,7 @@ from carry.series.store import Series
 
 if TYPE_CHECKING:
     from carry.replay.chain import Carried
+    from carry.replay.furthest import Furthest
 
 
 @dataclass(kw_only=True)
@@ -57,6 +58,7 @@ class Options:
     force: bool = False
     target_names: bool = False  # `carry rebase`: --onto v1.1.0 writes the release target's branch
     auto_resolve: bool = True  # False: --no-auto-resolve (replay.autoresolve)
+    furthest: bool = False  # each target pinned to the furthest commit it replays onto
 
 
 @dataclass
@@ -96,16 +98,23 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
 
     base, carried = load_chain(series, repo)
     committer = repo.committer_ident()
-    results, finishing = [], []
+    results: list[TargetResult] = []
+    finishing: list[tuple[ResolvedTarget, TargetResult]] = []
+    found: dict[str, Furthest] = {}  # --furthest: rebase.furthest.pin
+    if opts.furthest:  # bisected in memory; then the rebase onto that commit, as --onto SHA
+        from carry.rebase.furthest import pin
+
+        tlist, results, found = pin(series, repo, base, carried, tlist, committer,
+                                    opts.auto_resolve)
     for t, done in zip(tlist, _replay_all(series, repo, base, carried, tlist, committer,
-                                                   opts.auto_resolve),
+                                          opts.auto_resolve),
                        strict=True):
         if isinstance(done, str):
             results.append(TargetResult(series.name, t.name, t.ref, t.sha, "failed", "", [],
                                         message=done))
             continue
         r = done.result
-        r.branch, r.dry_run = branches[t.slug][0], opts.dry_run
+        r.branch, r.dry_run, r.furthest = branches[t.slug][0], opts.dry_run, found.get(t.slug)
         results.append(r)
         if done.stop is not None and opts.dry_run:
             s = r.patches[done.stop]

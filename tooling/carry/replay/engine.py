@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # loaded where a replay starts, not by a `--skip` that only r
     from carry.replay.audit import AuditFinding
     from carry.replay.chain import Carried
     from carry.replay.drops import Drop
+    from carry.replay.furthest import Furthest
 
 
 @dataclass
@@ -55,6 +56,7 @@ class TargetResult:
     recorded: dict[str, Any] = field(default_factory=dict)  # what --continue recorded
     line: str = ""  # the target's name when it is a fork branch, not upstream's line (`why`)
     audit: list[AuditFinding] = field(default_factory=list)  # replay.audit: clean, not correct
+    furthest: Furthest | None = None  # --furthest: where on the target's line it went, and why
 
     json_extra = ("why",)
 

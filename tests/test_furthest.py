@@ -238,3 +238,31 @@ def test_dashboard_says_how_far_a_conflicting_cell_goes(tmp_path: Path,
     assert cell.state == "conflict"
     assert cell.details[-1] == ("up to #102 (3 of 5 commits); blocked by #103 on 0001; "
                                 "validated there: passed")
+
+
+@pytest.mark.parametrize("auto", [True, False])
+def test_furthest_goes_past_a_conflict_that_resolves_by_itself(
+        upstream: CommitBuilder, make_series: Callable[..., Any], series_root: Path,
+        auto: bool) -> None:
+    """Automatic resolutions count as recorded ones do: upstream's commit 10 adds an entry to
+    the dict the patch adds one to, which resolves by itself, so the series goes to the tip;
+    with `--no-auto-resolve` that commit blocks it."""
+    reg = 'KERNELS = {\n    "a": 1,\n}\n'
+    upstream.commit("Add the registry", {"src/reg.py": reg})
+    git(upstream.path, "tag", "-f", "base")
+    git(upstream.path, "checkout", "-q", "-b", "feature", "base")
+    upstream.commit("Patch one", {"src/reg.py": reg.replace("}", '    "mine": 2,\n}')})
+    upstream.checkout("main")
+    make_series(upstream, "feature", targets=[Target("upstream-main", ref="main")])
+    for n in range(1, 21):
+        files: dict[str, bytes | str | None] = {f"up/{n}.txt": f"{n}\n"}
+        if n == 10:
+            files["src/reg.py"] = reg.replace("}", '    "theirs": 3,\n}')
+        upstream.commit(f"Upstream change {n} (#{PR0 + n})", files)
+    r = _rebase(upstream, series_root, "--dry-run", *(() if auto else ("--no-auto-resolve",)))
+    assert r.code == 0, r.err
+    if auto:
+        assert "up to #43020, the tip (20 of 20 commits)" in r.out, r.out
+        assert "blocked by" not in r.out and "resolved by itself" in r.out, r.out
+    else:
+        assert "up to #43009 (9 of 20 commits); blocked by #43010 on 0001" in r.out, r.out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,7 +67,7 @@ class Aborted:
     series_restored: bool = False
 
 
-def in_progress(repo: Repo, series: str) -> list[dict[str, Any]]:
+def in_progress(repo: Repo, series: str) -> list[st.RebaseState]:
     return st.in_progress(repo, series)
 
 
@@ -158,15 +158,14 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
     are removed one by one, and an `--abort` after a kill between two removals must still
     put back the branches whose state is already gone."""
     paths = []
-    group = [{"branch": branches[t.slug][0], "old": branches[t.slug][1], "head": r.head}
-             for t, r in done]
+    group = [st.GroupEntry(*branches[t.slug], r.head) for t, r in done]
     for t, r in done:
         ref, old = branches[t.slug]
         path = st.state_path(repo, series.name, t.slug)
-        state = st.new(series.name, series.root, r, t, ref, old,
-                       series.manifest.version if refresh else 0, "finishing", r.head,
-                       len(r.patches))
-        st.write(repo, path, {**state, "group": group})
+        st.write(repo, path, st.RebaseState(
+            series.name, str(series.root), st.StateTarget.of(t), ref, old,
+            series.manifest.version if refresh else None, st.Phase.FINISHING, r.head,
+            len(r.patches), "", [], list(r.patches), ready=False, group=group))
         paths.append(path)
     moved = [(t, r) for t, r in done if r.head != branches[t.slug][1]]
     updates = [RefUpdate(branches[t.slug][0], r.head, branches[t.slug][1]) for t, r in moved]
@@ -193,56 +192,38 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
 # -- continue, skip, abort ----------------------------------------------------------------------
 
 
-def _pick(repo: Repo, series: Series, which: Sequence[str]) -> list[dict[str, Any]]:
-    states = st.in_progress(repo, series.name)
-    if not states:
-        raise CarryError(f"no carry rebase of {series.name} is in progress in {repo.path}")
-    if which:
-        chosen = [s for s in states
-                  if s["target"]["name"] in which or s["target"]["ref"] in which
-                  or targetmod.slug(s["target"]["name"]) in which]
-        if not chosen:
-            known = ", ".join(s["target"]["name"] for s in states)
-            raise CarryError(f"no rebase of {series.name} onto {', '.join(which)} is in "
-                             f"progress (in progress: {known})")
-        return chosen
-    return states
-
-
 def abort(series: Series, repo: Repo, which: Sequence[str] = ()) -> list[Aborted]:
     """Put back what the rebase changed: the conflict worktree goes, and a branch (and a
     series version) that the finish already wrote return to their old values. Safe to repeat
     after any kill."""
     out = []
-    states = _pick(repo, series, which)
-    put_back = _put_back(series, repo, [s for s in states if s["phase"] == "finishing"])
+    states = st.pick(repo, series.name, which)
+    put_back = _put_back(series, repo, [s for s in states if s.phase is st.Phase.FINISHING])
     for state in states:
-        t = state["target"]
-        wt = Path(state["worktree"]) if state["worktree"] else None
+        wt = Path(state.worktree) if state.worktree else None
         if wt is not None:
             _remove_worktree(repo, wt)
-        restored, back = state["branch"] in put_back, False
-        if state["phase"] == "finishing" and state["refresh"] and \
-                series.manifest.version > state["refresh"]:
+        restored, back = state.branch in put_back, False
+        if state.phase is st.Phase.FINISHING and state.refresh_from is not None and \
+                series.manifest.version > state.refresh_from:
             from carry.series import versions
 
-            back = versions.restore(series, state["refresh"])
-        st.remove(repo, st.state_path(repo, series.name, targetmod.slug(t["name"])))
-        out.append(Aborted(series.name, t["name"], state["branch"], restored,
+            back = versions.restore(series, state.refresh_from)
+        st.remove(repo, st.path_of(repo, state))
+        out.append(Aborted(series.name, state.target.name, state.branch, restored,
                            str(wt) if wt else "", back))
     return out
 
 
-def _put_back(series: Series, repo: Repo, finishing: list[dict[str, Any]]) -> set[str]:
+def _put_back(series: Series, repo: Repo, finishing: list[st.RebaseState]) -> set[str]:
     """Every branch the finishing transaction moved, still where it put it, back to its old
     value in one transaction (with those whose state a kill already removed); which ones."""
     updates: dict[str, RefUpdate] = {}
     for state in finishing:
-        for g in state.get("group") or [{"branch": state["branch"], "old": state["branch_old"],
-                                         "head": state["head"]}]:
-            now = repo.try_rev_parse(g["branch"]) if repo.ref_exists(g["branch"]) else None
-            if now == g["head"] and now != g["old"]:
-                updates[g["branch"]] = RefUpdate(g["branch"], g["old"], now)
+        for g in state.branches:
+            now = repo.try_rev_parse(g.branch) if repo.ref_exists(g.branch) else None
+            if now == g.head and now != g.old:
+                updates[g.branch] = RefUpdate(g.branch, g.old, now)
     if updates:
         repo.set_refs(list(updates.values()), f"carry rebase --abort {series.name}")
     return set(updates)
@@ -254,28 +235,28 @@ def resume(series: Series, repo: Repo, action: str,
     nothing) takes the forecast's trial up to the next stop, merging nothing; a resolution
     replays the rest. `--continue` at a stop with no worktree yet takes a resolution recorded
     since on another target, or else is refused: `--resolve` makes the worktree."""
-    states = _pick(repo, series, which)
+    states = st.pick(repo, series.name, which)
     if len(states) > 1:
-        names = ", ".join(s["target"]["name"] for s in states)
+        names = ", ".join(s.target.name for s in states)
         raise CarryError(f"several rebases of {series.name} are in progress ({names})",
                          hint="name one with --target or --onto")
     state = states[0]
-    t = ResolvedTarget(state["target"]["name"], state["target"]["ref"], state["target"]["sha"])
-    steps = st.steps(state)
+    t = state.target
+    steps = state.patches
     result = TargetResult(series.name, t.name, t.ref, t.sha, "conflict", "", steps,
-                          branch=state["branch"], line=targetmod.fork_line(series, t.name, t.ref))
-    head, pos = state["head"], state["position"]
-    path = st.state_path(repo, series.name, t.slug)
-    branch = (state["branch"], state["branch_old"])
-    if action == "skip" and state["phase"] != "conflict":
+                          branch=state.branch, line=targetmod.fork_line(series, t.name, t.ref))
+    head, pos = state.head, state.position
+    path = st.path_of(repo, state)
+    branch = (state.branch, state.branch_old)
+    if action == "skip" and state.phase is not st.Phase.CONFLICT:
         raise CarryError(f"the rebase onto {t.name} is not stopped at a conflict; nothing to "
                          "skip", hint="carry rebase --continue")
-    refresh = bool(state["refresh"])
-    if state["phase"] == "conflict":
-        step, trial = steps[pos], st.trial(state)
+    refresh = state.refresh_from is not None
+    if state.phase is st.Phase.CONFLICT:
+        step, trial = steps[pos], state.trial
         if action == "skip":
             step.status, step.reason = "skipped", "left out with --skip"
-        elif not st.ready(state):  # no worktree holds this stop yet
+        elif not state.ready:  # no worktree holds this stop yet
             resolved = take_recorded(series, repo, step, head, repo.committer_ident())
             if resolved is None:
                 raise CarryError(f"{step.file} is not resolved yet: no worktree holds the "
@@ -285,10 +266,10 @@ def resume(series: Series, repo: Repo, action: str,
             head = resolved
         else:
             committer = repo.committer_ident()
-            keep_untracked(repo, Path(state["worktree"]))
+            keep_untracked(repo, Path(state.worktree))
             try:
-                resolved = take_resolution(repo, Path(state["worktree"]), step, head,
-                                           state["paths"], committer, force)
+                resolved = take_resolution(repo, Path(state.worktree), step, head,
+                                           state.paths, committer, force)
             except CarryError:  # markers left: resolved since on another target, recorded?
                 resolved = take_recorded(series, repo, step, head, committer) or ""
                 if not resolved:
@@ -306,10 +287,10 @@ def resume(series: Series, repo: Repo, action: str,
             if later.status == "would-conflict":  # a forecast: replayed for real now
                 later.status, later.forecast, later.cause, later.builds_on = "pending", [], None, ""
         head = head if taken is None else taken[0]
-        state.update(phase="replaying", head=head, patches=[asdict(p) for p in steps],
-                     ready=False, trial=[])  # the worktree stays, for the next stop
+        state.phase, state.head, state.patches = st.Phase.REPLAYING, head, steps
+        state.ready, state.trial = False, []  # the worktree stays, for the next stop
         st.write(repo, path, state)
-    if state["phase"] == "replaying":
+    if state.phase is st.Phase.REPLAYING:
         if any(s.status == "pending" for s in steps):  # none after a skip that took the trial
             committer, recorded = repo.committer_ident(), rerere.load(series.root)
             head, stop, paths = run_steps(repo, steps, head, committer, recorded=recorded)
@@ -318,8 +299,8 @@ def resume(series: Series, repo: Repo, action: str,
                 _stop(series, repo, result, t, branch, refresh,
                       Replayed(result, stop, paths, head, trial))
                 return [result]
-        if state["worktree"]:
-            _remove_worktree(repo, Path(state["worktree"]))
+        if state.worktree:
+            _remove_worktree(repo, Path(state.worktree))
         result.status, result.head = "applied", head
         result.audit = audited(repo, result)
         # the finishing state replaces this one in place: a kill in between keeps the work
@@ -327,15 +308,15 @@ def resume(series: Series, repo: Repo, action: str,
         return [result]
     # finishing: a kill came after the state was written; the branch may have moved, and
     # the new version may have been written
-    result.status, result.head = "applied", state["head"]
+    result.status, result.head = "applied", state.head
     now = repo.try_rev_parse(branch[0]) if repo.ref_exists(branch[0]) else None
-    if now != state["head"]:
-        repo.set_ref(branch[0], state["head"], branch[1],
+    if now != state.head:
+        repo.set_ref(branch[0], state.head, branch[1],
                      targetmod.reflog_message(series.name, [t]))
     result.updated = True
-    if state["refresh"] and series.manifest.version == state["refresh"]:
+    if state.refresh_from is not None and series.manifest.version == state.refresh_from:
         result.refreshed = _refresh(series, repo, result, t)
-    elif state["refresh"] and series.manifest.version == state["refresh"] + 1:
+    elif state.refresh_from is not None and series.manifest.version == state.refresh_from + 1:
         # written, and interrupted (Ctrl-C, a kill) before its tag: tagged now
         from carry.series import versions
 

@@ -14,7 +14,7 @@ everything back: nothing is written before the end.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from carry.base.errors import CarryError
@@ -86,11 +86,12 @@ def start(series: Series, repo: Repo, number: int, onto: str | None = None) -> E
                                    source=later.source)
     wt = st.worktree_path(repo, series.name, t.slug)
     claim(repo, wt)  # before the state: a refusal changes nothing
-    state = st.new(series.name, series.root, done.result, t, branch[0], branch[1],
-                   series.manifest.version, "edit", parent, k, str(wt))
+    state = st.RebaseState(series.name, str(series.root), st.StateTarget.of(t), *branch,
+                           series.manifest.version or None, st.Phase.EDIT, parent, k, str(wt), [],
+                           list(done.result.patches), ready=False)
     st.write(repo, path, state)  # the state first, then the worktree it names
     _checkout(repo, wt, step.commit)
-    state["ready"] = True
+    state.ready = True
     st.write(repo, path, state)
     return EditStop(series.name, t.name, step.file, step.subject, step.author, step.commit,
                     str(wt), branch[0])
@@ -111,22 +112,18 @@ def _checkout(repo: Repo, wt: Path, commit: str) -> None:
 
 def at_edit(series: Series, repo: Repo, which: Sequence[str]) -> bool:
     """Whether the rebase `--continue` resumes is stopped for an edit."""
-    from carry.rebase.command import _pick
-
-    states = _pick(repo, series, which)
-    return len(states) == 1 and states[0]["phase"] == "edit"
+    states = st.pick(repo, series.name, which)
+    return len(states) == 1 and states[0].phase is st.Phase.EDIT
 
 
 def resume(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResult]:
     """Take the worktree's HEAD (message) and tracked files (content) as the edited patch,
     with the patch's own author and author date, then go on as `--continue` does."""
     from carry.rebase import command
-    from carry.rebase.command import _pick
 
-    (state,) = _pick(repo, series, which)
-    wt, k, parent = Path(state["worktree"]), state["position"], state["head"]
-    steps = st.steps(state)
-    step = steps[k]
+    (state,) = st.pick(repo, series.name, which)
+    wt, parent = Path(state.worktree), state.head
+    steps, step = state.patches, state.stop
     keep_untracked(repo, wt)  # and that it is carry's own
     work = Repo(wt.resolve())
     try:
@@ -144,16 +141,15 @@ def resume(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResul
                          hint="undo the change in the worktree, or carry rebase --abort")
     if (tree, edited.message, edited.encoding) == (original.tree, original.message,
                                                     original.encoding):
-        t = state["target"]
+        t = state.target
         remove_worktree(repo, wt)
-        st.remove(repo, st.state_path(repo, series.name, targetmod.slug(t["name"])))
-        return [TargetResult(series.name, t["name"], t["ref"], t["sha"], "applied", "", steps,
+        st.remove(repo, st.path_of(repo, state))
+        return [TargetResult(series.name, t.name, t.ref, t.sha, "applied", "", steps,
                              message=f"{step.file} is unchanged: no new version written")]
     step.commit = repo.write_commit(tree, [parent], edited.message, original.author,
                                     repo.committer_ident(), edited.encoding)
     step.status, step.reason = "applied", "edited"
-    state.update(phase="replaying", head=step.commit, patches=[asdict(p) for p in steps],
-                 ready=False, trial=[])  # from here on, a rebase's replay; the worktree stays
-    st.write(repo, st.state_path(repo, series.name, targetmod.slug(state["target"]["name"])),
-             state)
-    return command.resume(series, repo, "continue", [state["target"]["name"]])
+    state.phase, state.head = st.Phase.REPLAYING, step.commit
+    state.ready, state.trial = False, []  # from here on, a rebase's replay; the worktree stays
+    st.write(repo, st.path_of(repo, state), state)
+    return command.resume(series, repo, "continue", [state.target.name])

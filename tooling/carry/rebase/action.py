@@ -84,4 +84,7 @@ def run(series: Series, repo: Repo, opts: Options, action: Action,
 
 def exit_code(results: Outcome) -> int:
     """0 unless a target stopped or failed."""
-    return 0 if all(getattr(r, "status", "applied") == "applied" for r in results) else 1
+    from carry.replay.engine import TargetStatus
+
+    return 0 if all(getattr(r, "status", TargetStatus.APPLIED) == TargetStatus.APPLIED
+                    for r in results) else 1

@@ -29,8 +29,10 @@ from carry.replay import rerere
 from carry.replay import targets as targetmod
 from carry.replay.engine import (
     Conflict,
+    PatchStatus,
     Replayed,
     TargetResult,
+    TargetStatus,
     audited,
     forecast,
     replay_target,
@@ -98,8 +100,8 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
     for t, done in zip(tlist, _replay_all(series, repo, base, carried, tlist, committer),
                        strict=True):
         if isinstance(done, str):
-            results.append(TargetResult(series.name, t.name, t.ref, t.sha, "failed", "", [],
-                                        message=done))
+            results.append(TargetResult(series.name, t.name, t.ref, t.sha,
+                                        TargetStatus.FAILED, "", [], message=done))
             continue
         r = done.result
         r.branch, r.dry_run = branches[t.slug][0], opts.dry_run
@@ -176,7 +178,7 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
         for path in paths:
             st.remove(repo, path)
         for _, r in done:
-            r.status, r.head = "failed", ""
+            r.status, r.head = TargetStatus.FAILED, ""
             r.message = f"a branch moved while carry worked; no branch was written ({exc})"
         return
     from carry.replay import audit
@@ -243,7 +245,7 @@ def resume(series: Series, repo: Repo, action: str,
     state = states[0]
     t = state.target
     steps = state.patches
-    result = TargetResult(series.name, t.name, t.ref, t.sha, "conflict", "", steps,
+    result = TargetResult(series.name, t.name, t.ref, t.sha, TargetStatus.CONFLICT, "", steps,
                           branch=state.branch, line=targetmod.fork_line(series, t.name, t.ref))
     head, pos = state.head, state.position
     path = st.path_of(repo, state)
@@ -255,7 +257,7 @@ def resume(series: Series, repo: Repo, action: str,
     if state.phase is st.Phase.CONFLICT:
         step, trial = steps[pos], state.trial
         if action == "skip":
-            step.status, step.reason = "skipped", "left out with --skip"
+            step.status, step.reason = PatchStatus.SKIPPED, "left out with --skip"
         elif not state.ready:  # no worktree holds this stop yet
             resolved = take_recorded(series, repo, step, head, repo.committer_ident())
             if resolved is None:
@@ -284,14 +286,16 @@ def resume(series: Series, repo: Repo, action: str,
                   Replayed(result, taken[1], taken[2], taken[0], trial))
             return [result]
         for later in steps[pos + 1:] if taken is None else ():
-            if later.status == "would-conflict":  # a forecast: replayed for real now
-                later.status, later.forecast, later.cause, later.builds_on = "pending", [], None, ""
+            if later.status == PatchStatus.WOULD_CONFLICT:  # a forecast: replayed for real now
+                later.status, later.forecast = PatchStatus.PENDING, []
+                later.cause, later.builds_on = None, ""
         head = head if taken is None else taken[0]
         state.phase, state.head, state.patches = st.Phase.REPLAYING, head, steps
         state.ready, state.trial = False, []  # the worktree stays, for the next stop
         st.write(repo, path, state)
     if state.phase is st.Phase.REPLAYING:
-        if any(s.status == "pending" for s in steps):  # none after a skip that took the trial
+        # none pending after a skip that took the trial
+        if any(s.status == PatchStatus.PENDING for s in steps):
             committer, recorded = repo.committer_ident(), rerere.load(series.root)
             head, stop, paths = run_steps(repo, steps, head, committer, recorded=recorded)
             if stop is not None:
@@ -301,14 +305,14 @@ def resume(series: Series, repo: Repo, action: str,
                 return [result]
         if state.worktree:
             _remove_worktree(repo, Path(state.worktree))
-        result.status, result.head = "applied", head
+        result.status, result.head = TargetStatus.APPLIED, head
         result.audit = audited(repo, result)
         # the finishing state replaces this one in place: a kill in between keeps the work
         _finish(series, repo, [(t, result)], {t.slug: branch}, refresh)
         return [result]
     # finishing: a kill came after the state was written; the branch may have moved, and
     # the new version may have been written
-    result.status, result.head = "applied", state.head
+    result.status, result.head = TargetStatus.APPLIED, state.head
     now = repo.try_rev_parse(branch[0]) if repo.ref_exists(branch[0]) else None
     if now != state.head:
         repo.set_ref(branch[0], state.head, branch[1],
@@ -345,7 +349,7 @@ def _refresh(series: Series, repo: Repo, result: TargetResult,
     if result.head != result.onto:
         formatted = dict(repo.format_patch(result.onto, result.head))
     files = {step.file: patchmod.render(repo.read_commit(step.commit), formatted[step.commit])
-             for step in result.patches if step.status == "applied"}
+             for step in result.patches if step.status == PatchStatus.APPLIED}
     m = series.manifest
     m.base = seriesmod.Base(ref=target.ref, commit=result.onto)
     version, kept = versions.write_next(series.root, m, files, changelog_line(result))
@@ -355,7 +359,8 @@ def _refresh(series: Series, repo: Repo, result: TargetResult,
 def changelog_line(result: TargetResult) -> str:
     parts = [f"rebased onto {result.target} {result.onto[:12]}: "
              f"{result.count('applied')} applied"]
-    drops = [f"{p.file[:4]} ({p.reason})" for p in result.patches if p.status == "dropped"]
+    drops = [f"{p.file[:4]} ({p.reason})" for p in result.patches
+             if p.status == PatchStatus.DROPPED]
     if drops:
         parts.append("dropped " + ", ".join(drops))
     resolved = [p.file[:4] for p in result.patches if p.reason == "conflict resolved"]
@@ -367,7 +372,7 @@ def changelog_line(result: TargetResult) -> str:
     for label, which in (("edited", [p.file[:4] for p in result.patches
                                      if p.reason == "edited"]),
                          ("skipped", [p.file[:4] for p in result.patches
-                                      if p.status == "skipped"])):
+                                      if p.status == PatchStatus.SKIPPED])):
         if which:
             parts.append(f"{label} " + ", ".join(which))
     return "; ".join(parts)

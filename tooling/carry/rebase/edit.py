@@ -24,7 +24,7 @@ from carry.rebase import state as st
 from carry.rebase.checkout import claim, keep_untracked
 from carry.rebase.checkout import remove as remove_worktree
 from carry.replay import targets as targetmod
-from carry.replay.engine import PatchResult, TargetResult
+from carry.replay.engine import PatchResult, PatchStatus, TargetResult, TargetStatus
 from carry.replay.targets import ResolvedTarget
 from carry.series.store import Series
 
@@ -72,7 +72,7 @@ def start(series: Series, repo: Repo, number: int, onto: str | None = None) -> E
     branch = repo.claim_branch(f"carry/{series.name}/{t.slug}")
     done = replay_target(series, repo, base, carried, t, repo.committer_ident())
     steps, step = done.result.patches, done.result.patches[k]
-    if step.status == "dropped":
+    if step.status == PatchStatus.DROPPED:
         raise CarryError(f"{step.file} is dropped on {t.name} ({step.reason}): nothing to edit")
     if done.stop is not None and done.stop <= k:
         raise CarryError(f"{steps[done.stop].file} conflicts on {t.name}, so the series does "
@@ -81,7 +81,7 @@ def start(series: Series, repo: Repo, number: int, onto: str | None = None) -> E
                               "it first; then carry edit")
     parent = next((s.commit for s in reversed(steps[:k]) if s.commit), t.sha)
     for i, later in enumerate(steps[k + 1:], k + 1):
-        if later.status != "dropped":  # replayed again on the edited patch
+        if later.status != PatchStatus.DROPPED:  # replayed again on the edited patch
             steps[i] = PatchResult(later.number, later.file, later.subject, later.author,
                                    source=later.source)
     wt = st.worktree_path(repo, series.name, t.slug)
@@ -144,11 +144,11 @@ def resume(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResul
         t = state.target
         remove_worktree(repo, wt)
         st.remove(repo, st.path_of(repo, state))
-        return [TargetResult(series.name, t.name, t.ref, t.sha, "applied", "", steps,
+        return [TargetResult(series.name, t.name, t.ref, t.sha, TargetStatus.APPLIED, "", steps,
                              message=f"{step.file} is unchanged: no new version written")]
     step.commit = repo.write_commit(tree, [parent], edited.message, original.author,
                                     repo.committer_ident(), edited.encoding)
-    step.status, step.reason = "applied", "edited"
+    step.status, step.reason = PatchStatus.APPLIED, "edited"
     state.phase, state.head = st.Phase.REPLAYING, step.commit
     state.ready, state.trial = False, []  # from here on, a rebase's replay; the worktree stays
     st.write(repo, st.path_of(repo, state), state)

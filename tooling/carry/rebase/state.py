@@ -18,7 +18,7 @@ from typing import Any
 from carry.base import atomic, untrusted
 from carry.base.errors import CarryError
 from carry.git import ANY, Ident, Repo
-from carry.replay.engine import PatchResult
+from carry.replay.engine import PatchResult, PatchStatus
 from carry.replay.targets import ResolvedTarget
 from carry.replay.why import valid_cause
 
@@ -266,7 +266,7 @@ def _invalid_shape(d: dict[str, Any]) -> str:
     return ""
 
 
-_STATUSES = ("applied", "dropped", "conflict", "skipped", "pending", "would-conflict")
+_UNREPLAYED = (PatchStatus.PENDING, PatchStatus.CONFLICT, PatchStatus.WOULD_CONFLICT)
 _BAD_GROUP = "a 'group' entry is not a branch with its old and new commit"
 
 
@@ -279,8 +279,6 @@ def _invalid(s: RebaseState) -> str:
     if not _is_branch(s.branch):
         return f"branch {s.branch!r} is not a branch"
     for p in (*s.patches, *s.trial):
-        if p.status not in _STATUSES:
-            return f"a patch entry has status {p.status!r}"
         if not valid_cause(p.cause):
             return "a patch entry's cause or builds_on is not a commit and a patch file"
         if p.commit and not _SHA.match(p.commit):
@@ -292,8 +290,7 @@ def _invalid(s: RebaseState) -> str:
     if s.phase.stopped and (s.position == len(s.patches) or not s.worktree
                             or not Path(s.worktree).is_absolute()):
         return f"a stop ({s.phase}) without its patch or worktree"
-    if s.phase is Phase.FINISHING and any(p.status in ("pending", "conflict", "would-conflict")
-                                          for p in s.patches):
+    if s.phase is Phase.FINISHING and any(p.status in _UNREPLAYED for p in s.patches):
         return "a finishing state with patches not yet replayed"
     if not all(_is_branch(g.branch) and _SHA.match(g.head)
                and (g.old is None or _SHA.match(g.old)) for g in s.group):

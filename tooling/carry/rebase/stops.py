@@ -26,7 +26,7 @@ from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.rebase import state as st
 from carry.rebase.checkout import remove as remove_worktree
-from carry.replay.engine import Conflict, Replayed, TargetResult
+from carry.replay.engine import Conflict, Replayed, TargetResult, TargetStatus
 from carry.series.store import Series
 
 
@@ -86,8 +86,8 @@ def resolve(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResu
     if state.phase is not st.Phase.CONFLICT:
         raise CarryError(f"the rebase of {series.name} onto {t.name} is not stopped at a "
                          f"conflict (it is {state.phase})", hint="carry rebase --continue")
-    result = TargetResult(series.name, t.name, t.ref, t.sha, "conflict", "", state.patches,
-                          branch=state.branch)
+    result = TargetResult(series.name, t.name, t.ref, t.sha, TargetStatus.CONFLICT, "",
+                          state.patches, branch=state.branch)
     if state.ready:
         s = state.stop
         result.conflict = Conflict(s.file, s.subject, s.author, state.paths, state.worktree)

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from carry.base.errors import CarryError
 from carry.git import Repo
-from carry.replay.engine import PatchResult
+from carry.replay.engine import PatchResult, PatchStatus
 
 
 def head_at(trial: list[PatchResult], pos: int, onto: str) -> str:
@@ -36,17 +36,17 @@ def take(repo: Repo, steps: list[PatchResult], trial: list[PatchResult], pos: in
     taken: dict[int, PatchResult] = {}
     stop = None
     for i in range(pos + 1, len(steps)):
-        if steps[i].status == "would-conflict":
+        if steps[i].status == PatchStatus.WOULD_CONFLICT:
             stop = i
             break
-        if steps[i].status != "pending":
+        if steps[i].status != PatchStatus.PENDING:
             continue
         t = trial[i]
-        if t.status == "applied" and t.commit:
+        if t.status == PatchStatus.APPLIED and t.commit:
             if repo.read_commit(t.commit).parents != (head,):
                 return None
             head = t.commit
-        elif t.status != "dropped" or t.commit:
+        elif t.status != PatchStatus.DROPPED or t.commit:
             return None
         taken[i] = replace(t)
     for i, t in taken.items():
@@ -54,5 +54,5 @@ def take(repo: Repo, steps: list[PatchResult], trial: list[PatchResult], pos: in
     if stop is None:
         return head, None, []
     paths = steps[stop].forecast
-    steps[stop].status, steps[stop].forecast = "conflict", []
+    steps[stop].status, steps[stop].forecast = PatchStatus.CONFLICT, []
     return head, stop, paths

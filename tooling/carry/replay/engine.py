@@ -9,6 +9,7 @@ user's branches, `validate` only needs the rebased tree.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from carry.git import Ident, Repo
 from carry.replay import rerere
 from carry.replay import why as whymod
 from carry.replay.runs import PatchResult as PatchResult
+from carry.replay.runs import PatchStatus as PatchStatus
 from carry.replay.runs import run_steps as run_steps
 from carry.replay.targets import ResolvedTarget, fork_line
 from carry.series.store import Series
@@ -37,13 +39,22 @@ class Conflict:
     squash_hints: list[str] = field(default_factory=list)
 
 
+class TargetStatus(enum.StrEnum):
+    """How one target's rebase ended: every patch in, stopped at a conflict, or failed
+    (the message says why)."""
+
+    APPLIED = "applied"
+    CONFLICT = "conflict"
+    FAILED = "failed"
+
+
 @dataclass
 class TargetResult:
     series: str
     target: str
     ref: str
     onto: str
-    status: str  # applied | conflict | failed
+    status: TargetStatus
     head: str
     patches: list[PatchResult]
     branch: str = ""
@@ -87,7 +98,8 @@ def steps_for(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchR
                            source=c.commit.sha)
         drop = drops.get(c.number)
         if drop:
-            step.status, step.reason, step.upstream = "dropped", drop.reason, drop.upstream
+            step.status, step.reason = PatchStatus.DROPPED, drop.reason
+            step.upstream = drop.upstream
         out.append(step)
     return out
 
@@ -103,7 +115,7 @@ def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
     commit `onto`, each conflict also gets its why (`replay.why`), worked out on another
     thread while the forecast goes on."""
     trial = [replace(s) for s in steps]
-    trial[stop].status = "skipped"
+    trial[stop].status = PatchStatus.SKIPPED
     why = whymod.Why(repo, steps, onto) if onto else None
     try:
         if why:
@@ -113,10 +125,10 @@ def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
                                              recorded=recorded)
             if again is None:
                 break
-            steps[again].status, steps[again].forecast = "would-conflict", paths
+            steps[again].status, steps[again].forecast = PatchStatus.WOULD_CONFLICT, paths
             if why:
                 why.add(again)
-            trial[again].status = "skipped"
+            trial[again].status = PatchStatus.SKIPPED
         if why:
             why.finish()
     finally:
@@ -163,11 +175,11 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
     elif stop is not None:  # the stop came before any drop: mark the later drops
         for step, c in zip(steps[stop + 1:], carried[stop + 1:], strict=True):
             if c.number in drops:
-                step.status, step.reason = "dropped", drops[c.number].reason
+                step.status, step.reason = PatchStatus.DROPPED, drops[c.number].reason
                 step.upstream = drops[c.number].upstream
     trial = forecast(repo, steps, stop, head, committer, recorded, onto=target.sha) \
         if stop is not None else []
-    status = "applied" if stop is None else "conflict"
+    status = TargetStatus.APPLIED if stop is None else TargetStatus.CONFLICT
     result = TargetResult(series.name, target.name, target.ref, target.sha, status,
                           head if stop is None else "", steps,
                           line=fork_line(series, target.name, target.ref))

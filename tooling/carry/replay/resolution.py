@@ -10,7 +10,7 @@ from typing import Any
 
 from carry.base.errors import CarryError
 from carry.git import Ident, Repo
-from carry.replay.engine import PatchResult
+from carry.replay.engine import PatchResult, PatchStatus
 from carry.series.store import Series
 
 _MARKER = re.compile(rb"^(?:<{7}|>{7})(?: |$)", re.M)
@@ -40,11 +40,11 @@ def take_resolution(repo: Repo, wt: Path, step: PatchResult, head: str, paths: S
     if not force:
         _refuse_undoing_the_target(repo, wt, step, head, paths)
     if tree == repo.read_commit(head).tree:
-        step.status, step.reason = "dropped", "empty after the conflict was resolved"
+        step.status, step.reason = PatchStatus.DROPPED, "empty after the conflict was resolved"
         return head
     new = repo.write_commit(tree, [head], source.message, source.author, committer,
                             source.encoding)
-    step.status, step.reason, step.commit = "applied", "conflict resolved", new
+    step.status, step.reason, step.commit = PatchStatus.APPLIED, "conflict resolved", new
     return new
 
 
@@ -193,9 +193,9 @@ def take_recorded(series: Series, repo: Repo, step: PatchResult, head: str,
         return None
     step.resolutions = [r.name for r in fixed.used]
     if fixed.tree == onto:
-        step.status, step.reason = "dropped", f"{fixed.reason}, and then empty"
+        step.status, step.reason = PatchStatus.DROPPED, f"{fixed.reason}, and then empty"
         return head
     new = repo.write_commit(fixed.tree, [head], source.message, source.author, committer,
                             source.encoding)
-    step.status, step.reason, step.commit = "applied", fixed.reason, new
+    step.status, step.reason, step.commit = PatchStatus.APPLIED, fixed.reason, new
     return new

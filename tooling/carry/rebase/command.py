@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from carry.base import scratch
 from carry.base.errors import CarryError
@@ -30,6 +30,7 @@ from carry.replay import targets as targetmod
 from carry.replay.engine import (
     Conflict,
     PatchStatus,
+    Refreshed,
     Replayed,
     TargetResult,
     TargetStatus,
@@ -328,8 +329,8 @@ def resume(series: Series, repo: Repo, action: str,
             kept = versions.tag(series) or ""
         except CarryError:  # a tag of that number holds other content: left as it is
             kept = ""
-        result.refreshed = {"version": series.manifest.version, "tag": kept,
-                            "files": sorted(p.name for p in series.patches())}
+        result.refreshed = Refreshed(series.manifest.version, kept,
+                                     sorted(p.name for p in series.patches()))
     st.remove(repo, path)
     return [result]
 
@@ -338,7 +339,7 @@ def resume(series: Series, repo: Repo, action: str,
 
 
 def _refresh(series: Series, repo: Repo, result: TargetResult,
-             target: ResolvedTarget) -> dict[str, Any]:
+             target: ResolvedTarget) -> Refreshed:
     """Write the rebased series as the next version: each kept patch regenerated from its new
     commit under its old file name (numbers are identities), dropped ones gone."""
     from carry.series import patches as patchmod
@@ -353,7 +354,7 @@ def _refresh(series: Series, repo: Repo, result: TargetResult,
     m = series.manifest
     m.base = seriesmod.Base(ref=target.ref, commit=result.onto)
     version, kept = versions.write_next(series.root, m, files, changelog_line(result))
-    return {"version": version, "tag": kept, "files": sorted(files)}
+    return Refreshed(version, kept, sorted(files))
 
 
 def changelog_line(result: TargetResult) -> str:

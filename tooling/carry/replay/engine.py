@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from carry.base.data import EMPTY_WHEN_NONE
 from carry.git import Ident, Repo
 from carry.replay import rerere
 from carry.replay import why as whymod
@@ -49,6 +50,38 @@ class TargetStatus(enum.StrEnum):
 
 
 @dataclass
+class Refreshed:
+    """The series version a `--refresh` wrote: its number, its tag ("" when none could be
+    made) and its patch files."""
+
+    version: int
+    tag: str
+    files: list[str]
+
+
+@dataclass
+class NotRecorded:
+    """A path whose resolution `--continue` could not keep, and why ("" for the patch)."""
+
+    path: str
+    why: str
+
+
+@dataclass
+class ResolutionRecord:
+    """What `--continue` recorded of a resolution of `patch`: the series version it wrote
+    (0 for none) with its tag and resolution files, the ones recorded already, and the paths
+    it could not keep."""
+
+    patch: str
+    version: int = 0
+    tag: str = ""
+    files: list[str] = field(default_factory=list)
+    already: list[str] = field(default_factory=list)
+    not_recorded: list[NotRecorded] = field(default_factory=list)
+
+
+@dataclass
 class TargetResult:
     series: str
     target: str
@@ -62,8 +95,8 @@ class TargetResult:
     dry_run: bool = False
     conflict: Conflict | None = None
     message: str = ""
-    refreshed: dict[str, Any] = field(default_factory=dict)
-    recorded: dict[str, Any] = field(default_factory=dict)  # what --continue recorded
+    refreshed: Refreshed | None = field(default=None, metadata=EMPTY_WHEN_NONE)
+    recorded: ResolutionRecord | None = field(default=None, metadata=EMPTY_WHEN_NONE)
     line: str = ""  # the target's name when it is a fork branch, not upstream's line (`why`)
     audit: list[AuditFinding] = field(default_factory=list)  # replay.audit: clean, not correct
 

@@ -1,6 +1,6 @@
 """`carry rebase`: the command over the replay engine (`carry.replay`): which branches a
-rebase may write, the saved state that makes a stop resumable, `--continue`, `--skip` and
-`--abort`, and `--refresh`.
+rebase may write, the stop saved to resume from (`--continue` and `--skip` are `onward`'s),
+the finish, `--abort`, and `--refresh`.
 
 Nothing a user sees moves until the end: every target's branch moves in one `update-ref`
 transaction, bracketed by `finishing` states, and only when its patches all applied. With
@@ -21,8 +21,6 @@ from carry.base import scratch
 from carry.base.errors import CarryError
 from carry.git import GitError, Ident, RefUpdate, Repo
 from carry.rebase import state as st
-from carry.rebase import trial as trialmod
-from carry.rebase.checkout import keep_untracked
 from carry.rebase.checkout import remove as _remove_worktree
 from carry.rebase.checkout import stop as _stop
 from carry.replay import rerere
@@ -34,12 +32,8 @@ from carry.replay.engine import (
     Replayed,
     TargetResult,
     TargetStatus,
-    audited,
-    forecast,
     replay_target,
-    run_steps,
 )
-from carry.replay.resolution import record, take_recorded, take_resolution
 from carry.replay.reuse import keep_existing
 from carry.replay.targets import ResolvedTarget
 from carry.series.store import Series
@@ -116,7 +110,7 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
             keep_existing(repo, r, branches[t.slug][1])
             finishing.append((t, r))
     if finishing:
-        _finish(series, repo, finishing, branches, opts.refresh)
+        finish(series, repo, finishing, branches, opts.refresh)
     return results
 
 
@@ -152,8 +146,8 @@ def _replay_one(job: tuple[Series, Path, str, list[Carried], ResolvedTarget, Ide
             repo.close()
 
 
-def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetResult]],
-            branches: dict[str, tuple[str, str | None]], refresh: bool) -> None:
+def finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetResult]],
+           branches: dict[str, tuple[str, str | None]], refresh: bool) -> None:
     """Every applied target's branch in one transaction, bracketed by `finishing` states: a
     kill before the transaction leaves nothing moved, after it leaves states that `--abort`
     uses to put every branch back, and with `--refresh` the new version is written before
@@ -188,11 +182,11 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
         r.updated = r.head != branches[t.slug][1]
         audit.record(repo, r.head, r.audit)  # for `carry status`
         if refresh:
-            r.refreshed = _refresh(series, repo, r, t)
+            r.refreshed = refresh_series(series, repo, r, t)
         st.remove(repo, path)
 
 
-# -- continue, skip, abort ----------------------------------------------------------------------
+# -- abort --------------------------------------------------------------------------------------
 
 
 def abort(series: Series, repo: Repo, which: Sequence[str] = ()) -> list[Aborted]:
@@ -212,7 +206,7 @@ def abort(series: Series, repo: Repo, which: Sequence[str] = ()) -> list[Aborted
             from carry.series import versions
 
             back = versions.restore(series, state.refresh_from)
-        st.remove(repo, st.path_of(repo, state))
+        st.remove(repo, st.state_path(repo, series.name, state.target.slug))
         out.append(Aborted(series.name, state.target.name, state.branch, restored,
                            str(wt) if wt else "", back))
     return out
@@ -232,113 +226,10 @@ def _put_back(series: Series, repo: Repo, finishing: list[st.RebaseState]) -> se
     return set(updates)
 
 
-def resume(series: Series, repo: Repo, action: str,
-           which: Sequence[str] = (), force: bool = False) -> list[TargetResult]:
-    """`--continue` or `--skip` on the stopped target(s). A skip (or a resolution that adds
-    nothing) takes the forecast's trial up to the next stop, merging nothing; a resolution
-    replays the rest. `--continue` at a stop with no worktree yet takes a resolution recorded
-    since on another target, or else is refused: `--resolve` makes the worktree."""
-    states = st.pick(repo, series.name, which)
-    if len(states) > 1:
-        names = ", ".join(s.target.name for s in states)
-        raise CarryError(f"several rebases of {series.name} are in progress ({names})",
-                         hint="name one with --target or --onto")
-    state = states[0]
-    t = state.target
-    steps = state.patches
-    result = TargetResult(series.name, t.name, t.ref, t.sha, TargetStatus.CONFLICT, "", steps,
-                          branch=state.branch, line=targetmod.fork_line(series, t.name, t.ref))
-    head, pos = state.head, state.position
-    path = st.path_of(repo, state)
-    branch = (state.branch, state.branch_old)
-    if action == "skip" and state.phase is not st.Phase.CONFLICT:
-        raise CarryError(f"the rebase onto {t.name} is not stopped at a conflict; nothing to "
-                         "skip", hint="carry rebase --continue")
-    refresh = state.refresh_from is not None
-    if state.phase is st.Phase.CONFLICT:
-        step, trial = steps[pos], state.trial
-        if action == "skip":
-            step.status, step.reason = PatchStatus.SKIPPED, "left out with --skip"
-        elif not state.ready:  # no worktree holds this stop yet
-            resolved = take_recorded(series, repo, step, head, repo.committer_ident())
-            if resolved is None:
-                raise CarryError(f"{step.file} is not resolved yet: no worktree holds the "
-                                 f"conflict on {t.name}",
-                                 hint="carry rebase --resolve checks it out to resolve in "
-                                      "(or --skip, --abort)")
-            head = resolved
-        else:
-            committer = repo.committer_ident()
-            keep_untracked(repo, Path(state.worktree))
-            try:
-                resolved = take_resolution(repo, Path(state.worktree), step, head,
-                                           state.paths, committer, force)
-            except CarryError:  # markers left: resolved since on another target, recorded?
-                resolved = take_recorded(series, repo, step, head, committer) or ""
-                if not resolved:
-                    raise
-            else:
-                result.recorded = record(series, repo, step, head, resolved,
-                                         f"{t.name} {t.sha[:12]}")
-            head = resolved
-        taken = trialmod.take(repo, steps, trial, pos, head, t.sha) if trial else None
-        if taken is not None and taken[1] is not None:
-            _stop(series, repo, result, t, branch, refresh,
-                  Replayed(result, taken[1], taken[2], taken[0], trial))
-            return [result]
-        for later in steps[pos + 1:] if taken is None else ():
-            if later.status == PatchStatus.WOULD_CONFLICT:  # a forecast: replayed for real now
-                later.status, later.forecast = PatchStatus.PENDING, []
-                later.cause, later.builds_on = None, ""
-        head = head if taken is None else taken[0]
-        state.phase, state.head, state.patches = st.Phase.REPLAYING, head, steps
-        state.ready, state.trial = False, []  # the worktree stays, for the next stop
-        st.write(repo, path, state)
-    if state.phase is st.Phase.REPLAYING:
-        # none pending after a skip that took the trial
-        if any(s.status == PatchStatus.PENDING for s in steps):
-            committer, recorded = repo.committer_ident(), rerere.load(series.root)
-            head, stop, paths = run_steps(repo, steps, head, committer, recorded=recorded)
-            if stop is not None:
-                trial = forecast(repo, steps, stop, head, committer, recorded, onto=t.sha)
-                _stop(series, repo, result, t, branch, refresh,
-                      Replayed(result, stop, paths, head, trial))
-                return [result]
-        if state.worktree:
-            _remove_worktree(repo, Path(state.worktree))
-        result.status, result.head = TargetStatus.APPLIED, head
-        result.audit = audited(repo, result)
-        # the finishing state replaces this one in place: a kill in between keeps the work
-        _finish(series, repo, [(t, result)], {t.slug: branch}, refresh)
-        return [result]
-    # finishing: a kill came after the state was written; the branch may have moved, and
-    # the new version may have been written
-    result.status, result.head = TargetStatus.APPLIED, state.head
-    now = repo.try_rev_parse(branch[0]) if repo.ref_exists(branch[0]) else None
-    if now != state.head:
-        repo.set_ref(branch[0], state.head, branch[1],
-                     targetmod.reflog_message(series.name, [t]))
-    result.updated = True
-    if state.refresh_from is not None and series.manifest.version == state.refresh_from:
-        result.refreshed = _refresh(series, repo, result, t)
-    elif state.refresh_from is not None and series.manifest.version == state.refresh_from + 1:
-        # written, and interrupted (Ctrl-C, a kill) before its tag: tagged now
-        from carry.series import versions
-
-        try:
-            kept = versions.tag(series) or ""
-        except CarryError:  # a tag of that number holds other content: left as it is
-            kept = ""
-        result.refreshed = Refreshed(series.manifest.version, kept,
-                                     sorted(p.name for p in series.patches()))
-    st.remove(repo, path)
-    return [result]
-
-
 # -- refresh ------------------------------------------------------------------------------------
 
 
-def _refresh(series: Series, repo: Repo, result: TargetResult,
+def refresh_series(series: Series, repo: Repo, result: TargetResult,
              target: ResolvedTarget) -> Refreshed:
     """Write the rebased series as the next version: each kept patch regenerated from its new
     commit under its old file name (numbers are identities), dropped ones gone."""

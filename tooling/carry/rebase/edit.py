@@ -119,7 +119,8 @@ def at_edit(series: Series, repo: Repo, which: Sequence[str]) -> bool:
 def resume(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResult]:
     """Take the worktree's HEAD (message) and tracked files (content) as the edited patch,
     with the patch's own author and author date, then go on as `--continue` does."""
-    from carry.rebase import command
+    from carry.rebase import onward
+    from carry.rebase.flags import Action
 
     (state,) = st.pick(repo, series.name, which)
     wt, parent = Path(state.worktree), state.head
@@ -143,7 +144,7 @@ def resume(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResul
                                                     original.encoding):
         t = state.target
         remove_worktree(repo, wt)
-        st.remove(repo, st.path_of(repo, state))
+        st.remove(repo, st.state_path(repo, series.name, state.target.slug))
         return [TargetResult(series.name, t.name, t.ref, t.sha, TargetStatus.APPLIED, "", steps,
                              message=f"{step.file} is unchanged: no new version written")]
     step.commit = repo.write_commit(tree, [parent], edited.message, original.author,
@@ -151,5 +152,5 @@ def resume(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResul
     step.status, step.reason = PatchStatus.APPLIED, "edited"
     state.phase, state.head = st.Phase.REPLAYING, step.commit
     state.ready, state.trial = False, []  # from here on, a rebase's replay; the worktree stays
-    st.write(repo, st.path_of(repo, state), state)
-    return command.resume(series, repo, "continue", [state.target.name])
+    st.write(repo, st.state_path(repo, series.name, state.target.slug), state)
+    return onward.resume(series, repo, Action.CONTINUE, [state.target.name])

@@ -16,8 +16,8 @@ from carry.base.errors import CarryError
 from carry.git import Repo
 
 if TYPE_CHECKING:
-    from carry.rebase.action import Action
     from carry.rebase.command import Options
+    from carry.rebase.flags import Action
 
 
 @dataclass(frozen=True)

@@ -144,11 +144,6 @@ def worktree_path(repo: Repo, series: str, slug: str) -> Path:
     return repo.path.parent / f"{repo.path.name.removesuffix('.git')}.carry" / series / slug
 
 
-def path_of(repo: Repo, state: RebaseState) -> Path:
-    """Where `state` is saved."""
-    return state_path(repo, state.series, state.target.slug)
-
-
 KEEP = "refs/carry/stops"  # one ref per state: its commits outlive a `git gc --prune=now`
 _KEEPER = Ident("carry", "carry@localhost", "0 +0000")
 

@@ -69,7 +69,7 @@ def quit_(series: Series, repo: Repo, which: Sequence[str]) -> list[Quit]:
             remove_worktree(repo, wt)
         ref = state.branch
         at = repo.try_rev_parse(ref) if repo.ref_exists(ref) else None
-        st.remove(repo, st.path_of(repo, state))
+        st.remove(repo, st.state_path(repo, series.name, state.target.slug))
         out.append(Quit(series.name, state.target.name, ref, at or "", state.head,
                         str(wt) if wt else ""))
     return out

@@ -257,6 +257,20 @@ def test_the_one_reader_refuses_fifos_links_and_oversized_files(tmp_path: Path) 
     assert untrusted.ascii_int("0042") == 42
 
 
+def test_build_reads_an_enum_by_its_value_and_nothing_else() -> None:
+    """A status saved as its value comes back as the enum member; another string, a number
+    equal to a value, or a value of another type is bad data, not a member."""
+    from carry.replay.engine import PatchResult, PatchStatus
+
+    entry = {"number": 1, "file": "0001-a.patch", "subject": "a", "author": "A U Thor",
+             "status": "would-conflict"}
+    built = untrusted.build(PatchResult, entry, "patch")
+    assert built.status is PatchStatus.WOULD_CONFLICT and built.status == "would-conflict"
+    for bad in ("half", "", None, 1, True, ["applied"]):
+        with pytest.raises(untrusted.BadData, match=r"patch\.status: expected one of applied"):
+            untrusted.build(PatchResult, {**entry, "status": bad}, "patch")
+
+
 # -- 5. cells whose ref is not a file name -------------------------------------------------
 
 

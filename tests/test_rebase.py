@@ -248,7 +248,7 @@ def test_refresh_writes_next_version_keeping_file_numbers(
     assert m.version == 2 and m.base.commit == upstream.rev("main") and m.base.ref == "main"
     line = m.changelog[-1].summary
     assert line.startswith("rebased onto main") and "dropped 0002 (patch-id equal" in line
-    assert res.refreshed["tag"] == "series/demo/v2"
+    assert res.refreshed is not None and res.refreshed.tag == "series/demo/v2"
     assert git(series_root.parent, "tag", "--list", "series/demo/*").split() == [
         "series/demo/v1", "series/demo/v2"]
     # the new patch files apply on the new base and give back the exact commits

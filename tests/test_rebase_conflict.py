@@ -259,6 +259,32 @@ def test_a_damaged_state_is_refused_by_continue_and_abort(stopped: dict[str, Any
         assert git(up.path, "for-each-ref") == refs
 
 
+def test_a_state_file_reads_and_writes_back_the_same_bytes(stopped: dict[str, Any],
+                                                          tmp_path: Path) -> None:
+    """The typed state is the VERSION 2 document: a state file read (`RebaseState`) and
+    written again is the same bytes, a finishing one with its group too; one from before
+    `ready`, `trial` and the newer patch fields still reads."""
+    from carry.rebase import state as st
+
+    assert run_carry(*stopped["args"], "--onto", "main").code == 1
+    raw = (stopped["up"].path / ".git/carry/rebase/demo/main.json").read_text()
+    doc = json.loads(raw)
+    head, newer = doc["head"], ("cause", "builds_on", "resolutions", "look")
+    finishing = {**doc, "phase": "finishing", "position": len(doc["patches"]), "ready": False,
+                 "trial": [], "group": [{"branch": doc["branch"], "old": None, "head": head}],
+                 "patches": [{**p, "status": "applied", "commit": head} for p in doc["patches"]]}
+    for text in (raw, json.dumps(finishing, indent=1) + "\n"):
+        (tmp_path / "state.json").write_text(text)
+        state = st.read(tmp_path / "state.json")
+        assert json.dumps(state.to_json(), indent=1) + "\n" == text
+    older = {k: v for k, v in doc.items() if k not in ("ready", "trial", "started")}
+    older["patches"] = [{k: v for k, v in p.items() if k not in newer} for p in doc["patches"]]
+    (tmp_path / "older.json").write_text(json.dumps(older))
+    state = st.read(tmp_path / "older.json")
+    assert state.ready and state.trial == [] and state.phase is st.Phase.CONFLICT
+    assert state.stop.file == "0002-Two-h10.patch" and state.refresh_from is None
+
+
 def test_two_targets_under_one_name_are_refused(stopped: dict[str, Any]) -> None:
     up: CommitBuilder = stopped["up"]
     git(up.path, "branch", "rel/1.0", "main~1")

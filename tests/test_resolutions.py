@@ -531,8 +531,8 @@ def test_recording_the_same_resolution_again_writes_nothing(stopped: dict[str, A
                        resolved, "main")
     finally:
         repo.close()
-    assert again["version"] == 0 and again["files"] == []
-    assert len(again["already"]) == 1 and again["already"][0].endswith("(v2)")
+    assert again.version == 0 and again.files == []
+    assert len(again.already) == 1 and again.already[0].endswith("(v2)")
     assert seriesmod.find(stopped["root"], "demo").manifest.version == 2
 
 

@@ -81,23 +81,19 @@ class Status:
 
 def _stopped(repo: Repo, series: Series) -> list[Stopped]:
     from carry.rebase import command as rebase
-    from carry.rebase import resume, state
+    from carry.rebase import resume
     from carry.replay.why import explain
 
     out = []
     several = len(resume.stopped(repo)) > 1
     for s in rebase.in_progress(repo, series.name):
-        pos = s.get("position", 0)
-        patches = s.get("patches", [])
-        patch = patches[pos]["file"] if 0 <= pos < len(patches) else ""
-        action = "--continue" if s.get("phase") in ("conflict", "edit") else "--abort"
+        patch = s.stop.file if s.position < len(s.patches) else ""
+        action = "--continue" if s.phase.stopped else "--abort"
         nxt = resume.command(repo, str(series.root.parent), action,
-                             series.name if several else "",
-                             s["target"]["name"] if several else "")
-        why = [w["text"] for w in explain(state.steps(s))]
-        out.append(Stopped(s["target"]["name"], s.get("phase", ""), patch,
-                           list(s.get("paths", [])),
-                           s.get("worktree", "") if s.get("ready", True) else "", nxt, why))
+                             series.name if several else "", s.target.name if several else "")
+        why = [w["text"] for w in explain(s.patches)]
+        out.append(Stopped(s.target.name, s.phase, patch, list(s.paths),
+                           s.worktree if s.ready else "", nxt, why))
     return out
 
 

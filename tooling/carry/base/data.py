@@ -5,12 +5,16 @@ lives below them rather than with the printing in `cli`."""
 from __future__ import annotations
 
 import dataclasses
+import types
 from typing import Any
+
+# a dataclass field's metadata: None is written `{}`, as the dict the field once was
+EMPTY_WHEN_NONE = types.MappingProxyType({"empty_when_none": True})
 
 
 def to_data(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        data = {f.name: to_data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        data = {f.name: _field(f, getattr(obj, f.name)) for f in dataclasses.fields(obj)}
         for name in getattr(obj, "json_extra", ()):
             data[name] = to_data(getattr(obj, name))
         return data
@@ -21,3 +25,9 @@ def to_data(obj: Any) -> Any:
     if hasattr(obj, "__fspath__"):
         return str(obj)
     return obj
+
+
+def _field(f: dataclasses.Field[Any], value: Any) -> Any:
+    if value is None and f.metadata.get("empty_when_none"):
+        return {}
+    return to_data(value)

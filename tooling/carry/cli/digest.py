@@ -5,18 +5,20 @@ command to copy is never cut and sits on a line of its own (after a short label)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from carry.cli import render
 from carry.cli.views import _short
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # only annotated: importing the engine would slow every command
+    from carry.git import Repo
+    from carry.replay.engine import Conflict, TargetResult
     from carry.replay.furthest import Furthest
 
 _COUNTED = (("applied", "applied"), ("dropped", "dropped"), ("skipped", "skipped"))
 
 
-def summary(r: Any) -> list[str]:
+def summary(r: TargetResult) -> list[str]:
     """`upstream-main: 14 applied, 2 dropped, stopped at 0005`, and what lies beyond the stop
     (`1 more would conflict, 3 not reached`) on the same line when it fits, else below."""
     parts = [f"{r.count(s)} {label}" for s, label in _COUNTED if r.count(s) or s == "applied"]
@@ -37,7 +39,7 @@ def summary(r: Any) -> list[str]:
     return [text, f"  beyond it: {rest}"]
 
 
-def show(rows: list[Any], repo: Any, series_root: str) -> None:
+def show(rows: list[TargetResult], repo: Repo | None, series_root: str) -> None:
     from carry.rebase.resume import stopped as stopped_in
 
     several = len(stopped_in(repo)) > 1 if repo is not None else False
@@ -56,14 +58,14 @@ def show(rows: list[Any], repo: Any, series_root: str) -> None:
         if r.updated or r.status == "applied" and not r.dry_run and r.branch:
             _branch(r)
         if r.conflict:
-            _conflict(r)
+            _conflict(r, r.conflict)
         _foreseen(r)
         if r.conflict:
-            _next(r, repo, series_root, several)
+            _next(r, r.conflict, repo, series_root, several)
         if r.refreshed:
-            tag = f" (tag {r.refreshed['tag']})" if r.refreshed["tag"] else ""
-            render.say(render.fit(f"  {r.series} is now v{r.refreshed['version']}{tag}"))
-            _commit_it(r, series_root, r.refreshed["version"])
+            tag = f" (tag {r.refreshed.tag})" if r.refreshed.tag else ""
+            render.say(render.fit(f"  {r.series} is now v{r.refreshed.version}{tag}"))
+            _commit_it(r, series_root, r.refreshed.version)
 
 
 def furthest_lines(f: Furthest | None, verbose: bool) -> list[str]:
@@ -82,7 +84,7 @@ def furthest_lines(f: Furthest | None, verbose: bool) -> list[str]:
     return out
 
 
-def _branch(r: Any) -> None:
+def _branch(r: TargetResult) -> None:
     """Where the result went: the branch on one line, or its name alone above when long."""
     short = r.branch.removeprefix("refs/heads/")
     what = f"-> {_short(r.head)}" if r.updated else f"is up to date at {_short(r.head)}"
@@ -93,7 +95,7 @@ def _branch(r: Any) -> None:
         render.say(f"    {what}")
 
 
-def _patches(r: Any) -> None:
+def _patches(r: TargetResult) -> None:
     """Each patch whose outcome is news: dropped, skipped, resolved or edited."""
     for p in r.patches:
         if p.status in ("dropped", "skipped") or (p.reason and p.status != "conflict"):
@@ -103,7 +105,7 @@ def _patches(r: Any) -> None:
             render.say(line)
 
 
-def _foreseen(r: Any) -> None:
+def _foreseen(r: TargetResult) -> None:
     """The patches foreseen to conflict once the stop is dealt with, root causes first, each
     with its why."""
     why = {w["file"]: w["text"] for w in r.why}
@@ -117,44 +119,43 @@ def _foreseen(r: Any) -> None:
         render.say(render.fit(f"  {text}"))
 
 
-def _recorded(r: Any, series_root: str) -> None:
+def _recorded(r: TargetResult, series_root: str) -> None:
     """What `--continue` recorded, and the command that keeps the resolved patch itself."""
     import shlex
 
     rec = r.recorded
     if not rec:
         return
-    if rec["files"]:
-        text = (f"recorded the resolution of {rec['patch']} as v{rec['version']} "
-                f"({', '.join(rec['files'])}): every replay that meets this conflict again "
+    if rec.files:
+        text = (f"recorded the resolution of {rec.patch} as v{rec.version} "
+                f"({', '.join(rec.files)}): every replay that meets this conflict again "
                 "applies it")
         for line in render.wrap(text):
             render.say(line)
         keep = shlex.join(["carry", "rebase", r.series, "--onto", r.ref, "--refresh"])
         render.say("  to keep the resolved patch itself in the series:")
         render.say(f"    {keep}")
-        _commit_it(r, series_root, rec["version"])
-    elif rec["already"]:
-        for line in render.wrap(f"the resolution of {rec['patch']} was recorded already "
-                                f"({', '.join(rec['already'])})"):
+        _commit_it(r, series_root, rec.version)
+    elif rec.already:
+        for line in render.wrap(f"the resolution of {rec.patch} was recorded already "
+                                f"({', '.join(rec.already)})"):
             render.say(line)
-    for n in rec["not_recorded"]:
-        where = f" in {n['path']}" if n["path"] else ""
-        for line in render.wrap(f"the resolution of {rec['patch']}{where} was not recorded: "
-                                f"{n['why']}"):
+    for n in rec.not_recorded:
+        where = f" in {n.path}" if n.path else ""
+        for line in render.wrap(f"the resolution of {rec.patch}{where} was not recorded: "
+                                f"{n.why}"):
             render.say(line)
 
 
-def _commit_it(r: Any, series_root: str, version: int) -> None:
+def _commit_it(r: TargetResult, series_root: str, version: int) -> None:
     from carry.series.versions import commit_command  # written, not committed
 
     if series_root and (cmd := commit_command(f"{series_root}/{r.series}", version)):
         render.say(f"  commit it: {cmd}")
 
 
-def _conflict(r: Any) -> None:
+def _conflict(r: TargetResult, c: Conflict) -> None:
     """The stop: which patch, by whom, why, and on which paths."""
-    c = r.conflict
     render.say(render.fit(f"  CONFLICT in {c.file}"))
     by = f" by {c.author}"
     cols = render.width() - len(by) - 1
@@ -177,10 +178,10 @@ def _conflict(r: Any) -> None:
         render.say(f"    hint: {h}")
 
 
-def _next(r: Any, repo: Any, series_root: str, several: bool) -> None:
+def _next(r: TargetResult, c: Conflict, repo: Repo | None, series_root: str,
+          several: bool) -> None:
     """The exact command that goes on, and the other ways out."""
-    c = r.conflict
-    if not (c.worktree or r.status == "conflict" and not r.dry_run and repo is not None):
+    if repo is None or not (c.worktree or r.status == "conflict" and not r.dry_run):
         return
     from carry.rebase.resume import command
 

@@ -9,6 +9,9 @@ from carry.base.data import to_data
 from carry.cli import render
 
 if TYPE_CHECKING:  # results are only annotated here; importing them would slow every command
+    from collections.abc import Sequence
+
+    from carry.git import Repo
     from carry.replay.engine import TargetResult
     from carry.validate.results import Report
 
@@ -23,7 +26,7 @@ def _furthest(r: TargetResult) -> list[str]:
     return [line.strip() for line in furthest_lines(r.furthest, True)]
 
 
-def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
+def show_rebase(results: Sequence[object], as_json: bool, repo: Repo | None = None,
                 series_root: str = "", verbose: bool = True) -> None:
     """The rebase's results: the full forecast with `verbose` (-v), else `digest`'s terse
     view of what changed and what to do next."""
@@ -69,10 +72,10 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
             render.say(f"  {r.target}: {r.message}")
         for line in _recorded(r):
             render.say(f"  {r.target}: {line}")
-        if r.recorded and r.recorded["files"] and series_root:
+        if r.recorded and r.recorded.files and series_root:
             from carry.series.versions import commit_command  # written, not committed
 
-            if cmd := commit_command(f"{series_root}/{r.series}", r.recorded["version"]):
+            if cmd := commit_command(f"{series_root}/{r.series}", r.recorded.version):
                 render.say(f"  commit it: {cmd}")
         if r.updated:
             render.say(f"  {r.target}: {r.branch} -> {_short(r.head)}")
@@ -84,7 +87,7 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
             render.say(f"    paths: {', '.join(c.paths) or '(none reported)'}")
             for h in c.squash_hints:
                 render.say(f"    hint: {h}")
-            if c.worktree or r.status == "conflict" and not r.dry_run and repo is not None:
+            if repo is not None and (c.worktree or r.status == "conflict" and not r.dry_run):
                 from carry.rebase.resume import command
 
                 several = len(stopped) > 1
@@ -95,17 +98,17 @@ def show_rebase(results: list[Any], as_json: bool, repo: Any = None,
                            if c.worktree else f"    to resolve it: {resume} (or --skip, "
                            "--abort)")
         if r.refreshed:
-            render.say(f"  {r.series} is now v{r.refreshed['version']}"
-                       f"{' (tag ' + r.refreshed['tag'] + ')' if r.refreshed['tag'] else ''}")
+            tag = f" (tag {r.refreshed.tag})" if r.refreshed.tag else ""
+            render.say(f"  {r.series} is now v{r.refreshed.version}{tag}")
             from carry.series.versions import commit_command  # written, tagged, not committed
 
             if series_root and (cmd := commit_command(f"{series_root}/{r.series}",
-                                                      r.refreshed["version"])):
+                                                      r.refreshed.version)):
                 render.say(f"  commit it: {cmd}")
     return None
 
 
-def _recorded(r: Any) -> list[str]:
+def _recorded(r: TargetResult) -> list[str]:
     """What `--continue` recorded: one line for the resolution, one per path it could not
     keep."""
     import shlex
@@ -115,16 +118,16 @@ def _recorded(r: Any) -> list[str]:
         return []
     out = []
     keep = shlex.join(["carry", "rebase", r.series, "--onto", r.ref, "--refresh"])
-    if rec["files"]:
-        out.append(f"recorded the resolution of {rec['patch']} in the series as "
-                   f"v{rec['version']} ({', '.join(rec['files'])}): every replay that meets "
+    if rec.files:
+        out.append(f"recorded the resolution of {rec.patch} in the series as "
+                   f"v{rec.version} ({', '.join(rec.files)}): every replay that meets "
                    f"this conflict again applies it; `{keep}` keeps the resolved patch itself")
-    elif rec["already"]:
-        out.append(f"the resolution of {rec['patch']} was recorded already "
-                   f"({', '.join(rec['already'])})")
-    for n in rec["not_recorded"]:
-        where = f" in {n['path']}" if n["path"] else ""
-        out.append(f"the resolution of {rec['patch']}{where} was not recorded: {n['why']}")
+    elif rec.already:
+        out.append(f"the resolution of {rec.patch} was recorded already "
+                   f"({', '.join(rec.already)})")
+    for n in rec.not_recorded:
+        where = f" in {n.path}" if n.path else ""
+        out.append(f"the resolution of {rec.patch}{where} was not recorded: {n.why}")
     return out
 
 

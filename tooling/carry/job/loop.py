@@ -124,7 +124,7 @@ def _refresh_and_pr(ctx: Context, s: seriesmod.Series, target: seriesmod.Target,
     act.action, act.number, act.url = done.action, done.number, done.url
     if done.action == "opened":
         ctx.took(s)
-    version = result.refreshed.get("version")
+    version = result.refreshed.version if result.refreshed else None
     act.note = (f"series refreshed to version {version}; " if version else "") + \
         f"pushed {branch} ({done.commit[:12]}) to {remote}" + \
         (f"; {row.furthest}" if _partway(row) else "")

@@ -1,15 +1,14 @@
-"""What `carry rebase` is asked to do: start, or one of git's ways to go on from a stop
-(`--continue`, `--skip`, `--abort`, `--quit`, `--show-current-patch`). The flags are read
-once, into an `Action`, which both finding the stopped rebase (`resume.locate`) and doing
-the work (`run`) take, so that the two can never read the flags differently."""
+"""Doing what `carry rebase` is asked (`flags.Action`): start, or one of git's ways to go on
+from a stop (`--continue`, `--skip`, `--abort`, `--quit`, `--show-current-patch`), each on
+the stopped rebase(s) the caller found (`resume.locate`)."""
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from carry.base.errors import CarryError
+from carry.rebase.flags import Action as Action
 
 if TYPE_CHECKING:
     from carry.git import Repo
@@ -21,42 +20,12 @@ if TYPE_CHECKING:
     Outcome = Sequence[TargetResult] | Sequence[Aborted] | Sequence[Quit] | Sequence[CurrentPatch]
 
 
-class Action(enum.Enum):
-    START = ""
-    CONTINUE = "--continue"
-    RESOLVE = "--resolve"
-    SKIP = "--skip"
-    ABORT = "--abort"
-    QUIT = "--quit"
-    SHOW = "--show-current-patch"
-
-    @classmethod
-    def parse(cls, *, continue_: bool = False, skip: bool = False, abort: bool = False,
-              quit_: bool = False, show: bool = False, resolve: bool = False) -> Action:
-        given = [a for a, on in ((cls.CONTINUE, continue_), (cls.RESOLVE, resolve),
-                                 (cls.SKIP, skip),
-                                 (cls.ABORT, abort), (cls.QUIT, quit_), (cls.SHOW, show)) if on]
-        if len(given) > 1:
-            raise CarryError(f"give at most one of {', '.join(a.value for a in given)}")
-        return given[0] if given else cls.START
-
-    @property
-    def resumes(self) -> bool:
-        """It acts on a stopped rebase, found from its saved state."""
-        return self is not Action.START
-
-    @property
-    def writes(self) -> bool:
-        """It changes refs, states or the series (and so takes the locks)."""
-        return self is not Action.SHOW
-
-
 def run(series: Series, repo: Repo, opts: Options, action: Action,
         which: Sequence[str] = ()) -> Outcome:
     """A new rebase, or `action` on the stopped one(s) `which` names (target names or refs;
     none: the series' only one)."""
     from carry.base import atomic
-    from carry.rebase import command, edit, stops
+    from carry.rebase import command, edit, onward, stops
 
     if not action.resumes:
         return command.run(series, repo, opts)
@@ -79,10 +48,12 @@ def run(series: Series, repo: Repo, opts: Options, action: Action,
             return stops.resolve(series, repo, which)
         if action is Action.CONTINUE and edit.at_edit(series, repo, which):
             return edit.resume(series, repo, which)
-        return command.resume(series, repo, "skip" if action is Action.SKIP else "continue",
-                              which, force=opts.force)
+        return onward.resume(series, repo, action, which, force=opts.force)
 
 
 def exit_code(results: Outcome) -> int:
     """0 unless a target stopped or failed."""
-    return 0 if all(getattr(r, "status", "applied") == "applied" for r in results) else 1
+    from carry.replay.engine import TargetStatus
+
+    return 0 if all(getattr(r, "status", TargetStatus.APPLIED) == TargetStatus.APPLIED
+                    for r in results) else 1

@@ -31,21 +31,23 @@ def stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarge
     wt = st.worktree_path(repo, series.name, target.slug)
     if make:
         claim(repo, wt)  # before the state: a refusal changes nothing
-    state = st.new(series.name, series.root, result, target, branch[0], branch[1],
-                   series.manifest.version if refresh else 0, "conflict", done.head,
-                   done.stop or 0, str(wt), done.paths, trial=done.trial)
+    state = st.RebaseState(
+        series.name, str(series.root), st.StateTarget.of(target), *branch,
+        series.manifest.version if refresh else None, st.Phase.CONFLICT, done.head,
+        done.stop or 0, str(wt), list(done.paths), list(result.patches), ready=False,
+        trial=list(done.trial))
     path = st.state_path(repo, series.name, target.slug)
     st.write(repo, path, state)
     if make or repo.made_by_carry(wt):  # not the empty folder a shell was left in (remove)
-        state["paths"] = checkout(repo, wt, done.head, step.source) or done.paths
-        state["ready"] = True
+        state.paths = checkout(repo, wt, done.head, step.source) or done.paths
+        state.ready = True
         st.write(repo, path, state)
     from carry.rebase.hints import hints
 
-    result.conflict = Conflict(step.file, step.subject, step.author, state["paths"],
-                               str(wt) if state["ready"] else "",
+    result.conflict = Conflict(step.file, step.subject, step.author, state.paths,
+                               str(wt) if state.ready else "",
                                hints(repo, series.manifest.base.commit, target.sha, step.file,
-                                     step.subject, state["paths"], series.manifest.upstream.repo))
+                                     step.subject, state.paths, series.manifest.upstream.repo))
 
 
 def checkout(repo: Repo, wt: Path, head: str, source: str) -> list[str]:

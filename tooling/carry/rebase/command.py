@@ -1,6 +1,6 @@
 """`carry rebase`: the command over the replay engine (`carry.replay`): which branches a
-rebase may write, the saved state that makes a stop resumable, `--continue`, `--skip` and
-`--abort`, and `--refresh`.
+rebase may write, the stop saved to resume from (`--continue` and `--skip` are `onward`'s),
+the finish, `--abort`, and `--refresh`.
 
 Nothing a user sees moves until the end: every target's branch moves in one `update-ref`
 transaction, bracketed by `finishing` states, and only when its patches all applied. With
@@ -13,31 +13,27 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from carry.base import scratch
 from carry.base.errors import CarryError
 from carry.git import GitError, Ident, RefUpdate, Repo
 from carry.rebase import state as st
-from carry.rebase import trial as trialmod
-from carry.rebase.checkout import keep_untracked
 from carry.rebase.checkout import remove as _remove_worktree
 from carry.rebase.checkout import stop as _stop
 from carry.replay import rerere
 from carry.replay import targets as targetmod
 from carry.replay.engine import (
     Conflict,
+    PatchStatus,
+    Refreshed,
     Replayed,
     TargetResult,
-    audited,
-    forecast,
+    TargetStatus,
     replay_target,
-    resolutions,
-    run_steps,
 )
-from carry.replay.resolution import record, take_recorded, take_resolution
 from carry.replay.reuse import keep_existing
 from carry.replay.targets import ResolvedTarget
 from carry.series.store import Series
@@ -71,7 +67,7 @@ class Aborted:
     series_restored: bool = False
 
 
-def in_progress(repo: Repo, series: str) -> list[dict[str, Any]]:
+def in_progress(repo: Repo, series: str) -> list[st.RebaseState]:
     return st.in_progress(repo, series)
 
 
@@ -110,8 +106,8 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
                                           opts.auto_resolve),
                        strict=True):
         if isinstance(done, str):
-            results.append(TargetResult(series.name, t.name, t.ref, t.sha, "failed", "", [],
-                                        message=done))
+            results.append(TargetResult(series.name, t.name, t.ref, t.sha,
+                                        TargetStatus.FAILED, "", [], message=done))
             continue
         r = done.result
         r.branch, r.dry_run, r.furthest = branches[t.slug][0], opts.dry_run, found.get(t.slug)
@@ -125,7 +121,7 @@ def run(series: Series, repo: Repo, opts: Options) -> list[TargetResult]:
             keep_existing(repo, r, branches[t.slug][1])
             finishing.append((t, r))
     if finishing:
-        _finish(series, repo, finishing, branches, opts.refresh)
+        finish(series, repo, finishing, branches, opts.refresh)
     return results
 
 
@@ -162,8 +158,8 @@ def _replay_one(job: tuple[Series, Path, str, list[Carried], ResolvedTarget, Ide
             repo.close()
 
 
-def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetResult]],
-            branches: dict[str, tuple[str, str | None]], refresh: bool) -> None:
+def finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetResult]],
+           branches: dict[str, tuple[str, str | None]], refresh: bool) -> None:
     """Every applied target's branch in one transaction, bracketed by `finishing` states: a
     kill before the transaction leaves nothing moved, after it leaves states that `--abort`
     uses to put every branch back, and with `--refresh` the new version is written before
@@ -171,15 +167,14 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
     are removed one by one, and an `--abort` after a kill between two removals must still
     put back the branches whose state is already gone."""
     paths = []
-    group = [{"branch": branches[t.slug][0], "old": branches[t.slug][1], "head": r.head}
-             for t, r in done]
+    group = [st.GroupEntry(*branches[t.slug], r.head) for t, r in done]
     for t, r in done:
         ref, old = branches[t.slug]
         path = st.state_path(repo, series.name, t.slug)
-        state = st.new(series.name, series.root, r, t, ref, old,
-                       series.manifest.version if refresh else 0, "finishing", r.head,
-                       len(r.patches))
-        st.write(repo, path, {**state, "group": group})
+        st.write(repo, path, st.RebaseState(
+            series.name, str(series.root), st.StateTarget.of(t), ref, old,
+            series.manifest.version if refresh else None, st.Phase.FINISHING, r.head,
+            len(r.patches), "", [], list(r.patches), ready=False, group=group))
         paths.append(path)
     moved = [(t, r) for t, r in done if r.head != branches[t.slug][1]]
     updates = [RefUpdate(branches[t.slug][0], r.head, branches[t.slug][1]) for t, r in moved]
@@ -190,7 +185,7 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
         for path in paths:
             st.remove(repo, path)
         for _, r in done:
-            r.status, r.head = "failed", ""
+            r.status, r.head = TargetStatus.FAILED, ""
             r.message = f"a branch moved while carry worked; no branch was written ({exc})"
         return
     from carry.replay import audit
@@ -199,27 +194,11 @@ def _finish(series: Series, repo: Repo, done: list[tuple[ResolvedTarget, TargetR
         r.updated = r.head != branches[t.slug][1]
         audit.record(repo, r.head, r.audit)  # for `carry status`
         if refresh:
-            r.refreshed = _refresh(series, repo, r, t)
+            r.refreshed = refresh_series(series, repo, r, t)
         st.remove(repo, path)
 
 
-# -- continue, skip, abort ----------------------------------------------------------------------
-
-
-def _pick(repo: Repo, series: Series, which: Sequence[str]) -> list[dict[str, Any]]:
-    states = st.in_progress(repo, series.name)
-    if not states:
-        raise CarryError(f"no carry rebase of {series.name} is in progress in {repo.path}")
-    if which:
-        chosen = [s for s in states
-                  if s["target"]["name"] in which or s["target"]["ref"] in which
-                  or targetmod.slug(s["target"]["name"]) in which]
-        if not chosen:
-            known = ", ".join(s["target"]["name"] for s in states)
-            raise CarryError(f"no rebase of {series.name} onto {', '.join(which)} is in "
-                             f"progress (in progress: {known})")
-        return chosen
-    return states
+# -- abort --------------------------------------------------------------------------------------
 
 
 def abort(series: Series, repo: Repo, which: Sequence[str] = ()) -> list[Aborted]:
@@ -227,146 +206,43 @@ def abort(series: Series, repo: Repo, which: Sequence[str] = ()) -> list[Aborted
     series version) that the finish already wrote return to their old values. Safe to repeat
     after any kill."""
     out = []
-    states = _pick(repo, series, which)
-    put_back = _put_back(series, repo, [s for s in states if s["phase"] == "finishing"])
+    states = st.pick(repo, series.name, which)
+    put_back = _put_back(series, repo, [s for s in states if s.phase is st.Phase.FINISHING])
     for state in states:
-        t = state["target"]
-        wt = Path(state["worktree"]) if state["worktree"] else None
+        wt = Path(state.worktree) if state.worktree else None
         if wt is not None:
             _remove_worktree(repo, wt)
-        restored, back = state["branch"] in put_back, False
-        if state["phase"] == "finishing" and state["refresh"] and \
-                series.manifest.version > state["refresh"]:
+        restored, back = state.branch in put_back, False
+        if state.phase is st.Phase.FINISHING and state.refresh_from is not None and \
+                series.manifest.version > state.refresh_from:
             from carry.series import versions
 
-            back = versions.restore(series, state["refresh"])
-        st.remove(repo, st.state_path(repo, series.name, targetmod.slug(t["name"])))
-        out.append(Aborted(series.name, t["name"], state["branch"], restored,
+            back = versions.restore(series, state.refresh_from)
+        st.remove(repo, st.state_path(repo, series.name, state.target.slug))
+        out.append(Aborted(series.name, state.target.name, state.branch, restored,
                            str(wt) if wt else "", back))
     return out
 
 
-def _put_back(series: Series, repo: Repo, finishing: list[dict[str, Any]]) -> set[str]:
+def _put_back(series: Series, repo: Repo, finishing: list[st.RebaseState]) -> set[str]:
     """Every branch the finishing transaction moved, still where it put it, back to its old
     value in one transaction (with those whose state a kill already removed); which ones."""
     updates: dict[str, RefUpdate] = {}
     for state in finishing:
-        for g in state.get("group") or [{"branch": state["branch"], "old": state["branch_old"],
-                                         "head": state["head"]}]:
-            now = repo.try_rev_parse(g["branch"]) if repo.ref_exists(g["branch"]) else None
-            if now == g["head"] and now != g["old"]:
-                updates[g["branch"]] = RefUpdate(g["branch"], g["old"], now)
+        for g in state.branches:
+            now = repo.try_rev_parse(g.branch) if repo.ref_exists(g.branch) else None
+            if now == g.head and now != g.old:
+                updates[g.branch] = RefUpdate(g.branch, g.old, now)
     if updates:
         repo.set_refs(list(updates.values()), f"carry rebase --abort {series.name}")
     return set(updates)
 
 
-def resume(series: Series, repo: Repo, action: str,
-           which: Sequence[str] = (), force: bool = False) -> list[TargetResult]:
-    """`--continue` or `--skip` on the stopped target(s). A skip (or a resolution that adds
-    nothing) takes the forecast's trial up to the next stop, merging nothing; a resolution
-    replays the rest. `--continue` at a stop with no worktree yet takes a resolution recorded
-    since on another target, or else is refused: `--resolve` makes the worktree."""
-    states = _pick(repo, series, which)
-    if len(states) > 1:
-        names = ", ".join(s["target"]["name"] for s in states)
-        raise CarryError(f"several rebases of {series.name} are in progress ({names})",
-                         hint="name one with --target or --onto")
-    state = states[0]
-    t = ResolvedTarget(state["target"]["name"], state["target"]["ref"], state["target"]["sha"])
-    steps = st.steps(state)
-    result = TargetResult(series.name, t.name, t.ref, t.sha, "conflict", "", steps,
-                          branch=state["branch"], line=targetmod.fork_line(series, t.name, t.ref))
-    head, pos = state["head"], state["position"]
-    path = st.state_path(repo, series.name, t.slug)
-    branch = (state["branch"], state["branch_old"])
-    if action == "skip" and state["phase"] != "conflict":
-        raise CarryError(f"the rebase onto {t.name} is not stopped at a conflict; nothing to "
-                         "skip", hint="carry rebase --continue")
-    refresh = bool(state["refresh"])
-    if state["phase"] == "conflict":
-        step, trial = steps[pos], st.trial(state)
-        if action == "skip":
-            step.status, step.reason = "skipped", "left out with --skip"
-        elif not st.ready(state):  # no worktree holds this stop yet
-            resolved = take_recorded(series, repo, step, head, repo.committer_ident())
-            if resolved is None:
-                raise CarryError(f"{step.file} is not resolved yet: no worktree holds the "
-                                 f"conflict on {t.name}",
-                                 hint="carry rebase --resolve checks it out to resolve in "
-                                      "(or --skip, --abort)")
-            head = resolved
-        else:
-            committer = repo.committer_ident()
-            keep_untracked(repo, Path(state["worktree"]))
-            try:
-                resolved = take_resolution(repo, Path(state["worktree"]), step, head,
-                                           state["paths"], committer, force)
-            except CarryError:  # markers left: resolved since on another target, recorded?
-                resolved = take_recorded(series, repo, step, head, committer) or ""
-                if not resolved:
-                    raise
-            else:
-                result.recorded = record(series, repo, step, head, resolved,
-                                         f"{t.name} {t.sha[:12]}")
-            head = resolved
-        taken = trialmod.take(repo, steps, trial, pos, head, t.sha) if trial else None
-        if taken is not None and taken[1] is not None:
-            _stop(series, repo, result, t, branch, refresh,
-                  Replayed(result, taken[1], taken[2], taken[0], trial))
-            return [result]
-        for later in steps[pos + 1:] if taken is None else ():
-            if later.status == "would-conflict":  # a forecast: replayed for real now
-                later.status, later.forecast, later.cause, later.builds_on = "pending", [], None, ""
-        head = head if taken is None else taken[0]
-        state.update(phase="replaying", head=head, patches=[asdict(p) for p in steps],
-                     ready=False, trial=[])  # the worktree stays, for the next stop
-        st.write(repo, path, state)
-    if state["phase"] == "replaying":
-        if any(s.status == "pending" for s in steps):  # none after a skip that took the trial
-            committer, recorded = repo.committer_ident(), resolutions(series)
-            head, stop, paths = run_steps(repo, steps, head, committer, recorded=recorded)
-            if stop is not None:
-                trial = forecast(repo, steps, stop, head, committer, recorded, onto=t.sha)
-                _stop(series, repo, result, t, branch, refresh,
-                      Replayed(result, stop, paths, head, trial))
-                return [result]
-        if state["worktree"]:
-            _remove_worktree(repo, Path(state["worktree"]))
-        result.status, result.head = "applied", head
-        result.audit = audited(repo, result)
-        # the finishing state replaces this one in place: a kill in between keeps the work
-        _finish(series, repo, [(t, result)], {t.slug: branch}, refresh)
-        return [result]
-    # finishing: a kill came after the state was written; the branch may have moved, and
-    # the new version may have been written
-    result.status, result.head = "applied", state["head"]
-    now = repo.try_rev_parse(branch[0]) if repo.ref_exists(branch[0]) else None
-    if now != state["head"]:
-        repo.set_ref(branch[0], state["head"], branch[1],
-                     targetmod.reflog_message(series.name, [t]))
-    result.updated = True
-    if state["refresh"] and series.manifest.version == state["refresh"]:
-        result.refreshed = _refresh(series, repo, result, t)
-    elif state["refresh"] and series.manifest.version == state["refresh"] + 1:
-        # written, and interrupted (Ctrl-C, a kill) before its tag: tagged now
-        from carry.series import versions
-
-        try:
-            kept = versions.tag(series) or ""
-        except CarryError:  # a tag of that number holds other content: left as it is
-            kept = ""
-        result.refreshed = {"version": series.manifest.version, "tag": kept,
-                            "files": sorted(p.name for p in series.patches())}
-    st.remove(repo, path)
-    return [result]
-
-
 # -- refresh ------------------------------------------------------------------------------------
 
 
-def _refresh(series: Series, repo: Repo, result: TargetResult,
-             target: ResolvedTarget) -> dict[str, Any]:
+def refresh_series(series: Series, repo: Repo, result: TargetResult,
+             target: ResolvedTarget) -> Refreshed:
     """Write the rebased series as the next version: each kept patch regenerated from its new
     commit under its old file name (numbers are identities), dropped ones gone."""
     from carry.series import patches as patchmod
@@ -377,17 +253,18 @@ def _refresh(series: Series, repo: Repo, result: TargetResult,
     if result.head != result.onto:
         formatted = dict(repo.format_patch(result.onto, result.head))
     files = {step.file: patchmod.render(repo.read_commit(step.commit), formatted[step.commit])
-             for step in result.patches if step.status == "applied"}
+             for step in result.patches if step.status == PatchStatus.APPLIED}
     m = series.manifest
     m.base = seriesmod.Base(ref=target.ref, commit=result.onto)
     version, kept = versions.write_next(series.root, m, files, changelog_line(result))
-    return {"version": version, "tag": kept, "files": sorted(files)}
+    return Refreshed(version, kept, sorted(files))
 
 
 def changelog_line(result: TargetResult) -> str:
     parts = [f"rebased onto {result.target} {result.onto[:12]}: "
              f"{result.count('applied')} applied"]
-    drops = [f"{p.file[:4]} ({p.reason})" for p in result.patches if p.status == "dropped"]
+    drops = [f"{p.file[:4]} ({p.reason})" for p in result.patches
+             if p.status == PatchStatus.DROPPED]
     if drops:
         parts.append("dropped " + ", ".join(drops))
     resolved = [p.file[:4] for p in result.patches if p.reason == "conflict resolved"]
@@ -399,7 +276,7 @@ def changelog_line(result: TargetResult) -> str:
     for label, which in (("edited", [p.file[:4] for p in result.patches
                                      if p.reason == "edited"]),
                          ("skipped", [p.file[:4] for p in result.patches
-                                      if p.status == "skipped"])):
+                                      if p.status == PatchStatus.SKIPPED])):
         if which:
             parts.append(f"{label} " + ", ".join(which))
     return "; ".join(parts)

@@ -14,7 +14,7 @@ everything back: nothing is written before the end.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from carry.base.errors import CarryError
@@ -24,7 +24,7 @@ from carry.rebase import state as st
 from carry.rebase.checkout import claim, keep_untracked
 from carry.rebase.checkout import remove as remove_worktree
 from carry.replay import targets as targetmod
-from carry.replay.engine import PatchResult, TargetResult
+from carry.replay.engine import PatchResult, PatchStatus, TargetResult, TargetStatus
 from carry.replay.targets import ResolvedTarget
 from carry.series.store import Series
 
@@ -72,7 +72,7 @@ def start(series: Series, repo: Repo, number: int, onto: str | None = None) -> E
     branch = repo.claim_branch(f"carry/{series.name}/{t.slug}")
     done = replay_target(series, repo, base, carried, t, repo.committer_ident())
     steps, step = done.result.patches, done.result.patches[k]
-    if step.status == "dropped":
+    if step.status == PatchStatus.DROPPED:
         raise CarryError(f"{step.file} is dropped on {t.name} ({step.reason}): nothing to edit")
     if done.stop is not None and done.stop <= k:
         raise CarryError(f"{steps[done.stop].file} conflicts on {t.name}, so the series does "
@@ -81,16 +81,17 @@ def start(series: Series, repo: Repo, number: int, onto: str | None = None) -> E
                               "it first; then carry edit")
     parent = next((s.commit for s in reversed(steps[:k]) if s.commit), t.sha)
     for i, later in enumerate(steps[k + 1:], k + 1):
-        if later.status != "dropped":  # replayed again on the edited patch
+        if later.status != PatchStatus.DROPPED:  # replayed again on the edited patch
             steps[i] = PatchResult(later.number, later.file, later.subject, later.author,
                                    source=later.source)
     wt = st.worktree_path(repo, series.name, t.slug)
     claim(repo, wt)  # before the state: a refusal changes nothing
-    state = st.new(series.name, series.root, done.result, t, branch[0], branch[1],
-                   series.manifest.version, "edit", parent, k, str(wt))
+    state = st.RebaseState(series.name, str(series.root), st.StateTarget.of(t), *branch,
+                           series.manifest.version or None, st.Phase.EDIT, parent, k, str(wt), [],
+                           list(done.result.patches), ready=False)
     st.write(repo, path, state)  # the state first, then the worktree it names
     _checkout(repo, wt, step.commit)
-    state["ready"] = True
+    state.ready = True
     st.write(repo, path, state)
     return EditStop(series.name, t.name, step.file, step.subject, step.author, step.commit,
                     str(wt), branch[0])
@@ -111,22 +112,19 @@ def _checkout(repo: Repo, wt: Path, commit: str) -> None:
 
 def at_edit(series: Series, repo: Repo, which: Sequence[str]) -> bool:
     """Whether the rebase `--continue` resumes is stopped for an edit."""
-    from carry.rebase.command import _pick
-
-    states = _pick(repo, series, which)
-    return len(states) == 1 and states[0]["phase"] == "edit"
+    states = st.pick(repo, series.name, which)
+    return len(states) == 1 and states[0].phase is st.Phase.EDIT
 
 
 def resume(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResult]:
     """Take the worktree's HEAD (message) and tracked files (content) as the edited patch,
     with the patch's own author and author date, then go on as `--continue` does."""
-    from carry.rebase import command
-    from carry.rebase.command import _pick
+    from carry.rebase import onward
+    from carry.rebase.flags import Action
 
-    (state,) = _pick(repo, series, which)
-    wt, k, parent = Path(state["worktree"]), state["position"], state["head"]
-    steps = st.steps(state)
-    step = steps[k]
+    (state,) = st.pick(repo, series.name, which)
+    wt, parent = Path(state.worktree), state.head
+    steps, step = state.patches, state.stop
     keep_untracked(repo, wt)  # and that it is carry's own
     work = Repo(wt.resolve())
     try:
@@ -144,16 +142,15 @@ def resume(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResul
                          hint="undo the change in the worktree, or carry rebase --abort")
     if (tree, edited.message, edited.encoding) == (original.tree, original.message,
                                                     original.encoding):
-        t = state["target"]
+        t = state.target
         remove_worktree(repo, wt)
-        st.remove(repo, st.state_path(repo, series.name, targetmod.slug(t["name"])))
-        return [TargetResult(series.name, t["name"], t["ref"], t["sha"], "applied", "", steps,
+        st.remove(repo, st.state_path(repo, series.name, state.target.slug))
+        return [TargetResult(series.name, t.name, t.ref, t.sha, TargetStatus.APPLIED, "", steps,
                              message=f"{step.file} is unchanged: no new version written")]
     step.commit = repo.write_commit(tree, [parent], edited.message, original.author,
                                     repo.committer_ident(), edited.encoding)
-    step.status, step.reason = "applied", "edited"
-    state.update(phase="replaying", head=step.commit, patches=[asdict(p) for p in steps],
-                 ready=False, trial=[])  # from here on, a rebase's replay; the worktree stays
-    st.write(repo, st.state_path(repo, series.name, targetmod.slug(state["target"]["name"])),
-             state)
-    return command.resume(series, repo, "continue", [state["target"]["name"]])
+    step.status, step.reason = PatchStatus.APPLIED, "edited"
+    state.phase, state.head = st.Phase.REPLAYING, step.commit
+    state.ready, state.trial = False, []  # from here on, a rebase's replay; the worktree stays
+    st.write(repo, st.state_path(repo, series.name, state.target.slug), state)
+    return onward.resume(series, repo, Action.CONTINUE, [state.target.name])

@@ -16,8 +16,8 @@ from carry.base.errors import CarryError
 from carry.git import Repo
 
 if TYPE_CHECKING:
-    from carry.rebase.action import Action
     from carry.rebase.command import Options
+    from carry.rebase.flags import Action
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,8 @@ def stopped(repo: Repo) -> list[StoppedRebase]:
 
     top = repo.carry_dir() / "rebase"
     names = sorted(d.name for d in top.iterdir() if d.is_dir()) if top.is_dir() else []
-    return [StoppedRebase(name, s["target"]["name"], str(Path(s.get("series_root", "")).parent),
-                          s["phase"], s.get("worktree", ""))
+    return [StoppedRebase(name, s.target.name, str(Path(s.series_root).parent), s.phase,
+                          s.worktree)
             for name in names for s in rebase.in_progress(repo, name)]
 
 

@@ -21,15 +21,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.rebase import state as st
 from carry.rebase.checkout import remove as remove_worktree
-from carry.replay import targets as targetmod
-from carry.replay.engine import Conflict, Replayed, TargetResult
-from carry.replay.targets import ResolvedTarget
+from carry.replay.engine import Conflict, Replayed, TargetResult, TargetStatus
 from carry.series.store import Series
 
 
@@ -53,41 +50,27 @@ class Quit:
     worktree: str  # removed
 
 
-def _one(series: Series, repo: Repo, which: Sequence[str], flag: str) -> dict[str, Any]:
-    from carry.rebase.command import _pick
-
-    states = _pick(repo, series, which)
-    if len(states) > 1:
-        names = ", ".join(s["target"]["name"] for s in states)
-        raise CarryError(f"several rebases of {series.name} are in progress ({names}); "
-                         f"{flag} acts on one", hint="name one with --target or --onto")
-    return states[0]
-
-
 def current_patch(series: Series, repo: Repo, which: Sequence[str]) -> CurrentPatch:
-    state = _one(series, repo, which, "--show-current-patch")
-    target = state["target"]["name"]
-    if state["phase"] not in ("conflict", "edit"):
+    state = st.only(repo, series.name, which, "--show-current-patch")
+    target = state.target.name
+    if not state.phase.stopped:
         raise CarryError(f"the rebase of {series.name} onto {target} is not stopped at a "
-                         f"patch (it is {state['phase']})", hint="carry rebase --continue")
-    step = st.steps(state)[state["position"]]
+                         f"patch (it is {state.phase})", hint="carry rebase --continue")
+    step = state.stop
     shown = repo.show_commit(step.source).decode("utf-8", "replace")
-    return CurrentPatch(series.name, target, step.file, step.source, state["phase"], shown)
+    return CurrentPatch(series.name, target, step.file, step.source, state.phase, shown)
 
 
 def quit_(series: Series, repo: Repo, which: Sequence[str]) -> list[Quit]:
-    from carry.rebase.command import _pick
-
     out = []
-    for state in _pick(repo, series, which):
-        t = state["target"]
-        wt = Path(state["worktree"]) if state["worktree"] else None
+    for state in st.pick(repo, series.name, which):
+        wt = Path(state.worktree) if state.worktree else None
         if wt is not None:
             remove_worktree(repo, wt)
-        ref = state["branch"]
+        ref = state.branch
         at = repo.try_rev_parse(ref) if repo.ref_exists(ref) else None
-        st.remove(repo, st.state_path(repo, series.name, targetmod.slug(t["name"])))
-        out.append(Quit(series.name, t["name"], ref, at or "", state["head"],
+        st.remove(repo, st.state_path(repo, series.name, state.target.slug))
+        out.append(Quit(series.name, state.target.name, ref, at or "", state.head,
                         str(wt) if wt else ""))
     return out
 
@@ -98,20 +81,18 @@ def resolve(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResu
     resets a resolution under way."""
     from carry.rebase.checkout import stop
 
-    state = _one(series, repo, which, "--resolve")
-    t = ResolvedTarget(state["target"]["name"], state["target"]["ref"], state["target"]["sha"])
-    if state["phase"] != "conflict":
+    state = st.only(repo, series.name, which, "--resolve")
+    t = state.target
+    if state.phase is not st.Phase.CONFLICT:
         raise CarryError(f"the rebase of {series.name} onto {t.name} is not stopped at a "
-                         f"conflict (it is {state['phase']})", hint="carry rebase --continue")
-    steps, pos = st.steps(state), state["position"]
-    result = TargetResult(series.name, t.name, t.ref, t.sha, "conflict", "", steps,
-                          branch=state["branch"])
-    if st.ready(state):
-        s = steps[pos]
-        result.conflict = Conflict(s.file, s.subject, s.author, state["paths"],
-                                   state["worktree"])
+                         f"conflict (it is {state.phase})", hint="carry rebase --continue")
+    result = TargetResult(series.name, t.name, t.ref, t.sha, TargetStatus.CONFLICT, "",
+                          state.patches, branch=state.branch)
+    if state.ready:
+        s = state.stop
+        result.conflict = Conflict(s.file, s.subject, s.author, state.paths, state.worktree)
         return [result]
-    stop(series, repo, result, t, (state["branch"], state["branch_old"]),
-         bool(state["refresh"]), Replayed(result, pos, state["paths"], state["head"],
-                                          st.trial(state)), make=True)
+    stop(series, repo, result, t, (state.branch, state.branch_old),
+         state.refresh_from is not None,
+         Replayed(result, state.position, state.paths, state.head, state.trial), make=True)
     return [result]

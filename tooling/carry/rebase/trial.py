@@ -6,11 +6,21 @@ a resolution that changes the head needs a fresh replay."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from carry.base.errors import CarryError
 from carry.git import Repo
-from carry.replay.engine import PatchResult
+from carry.replay.engine import PatchResult, PatchStatus
+
+
+@dataclass
+class Taken:
+    """What the trial gave the steps: the new head, and the next stop (its index and the
+    paths the forecast saw conflict) or None at the end of the series."""
+
+    head: str
+    stop: int | None
+    paths: list[str]
 
 
 def head_at(trial: list[PatchResult], pos: int, onto: str) -> str:
@@ -19,12 +29,11 @@ def head_at(trial: list[PatchResult], pos: int, onto: str) -> str:
 
 
 def take(repo: Repo, steps: list[PatchResult], trial: list[PatchResult], pos: int, head: str,
-         onto: str) -> tuple[str, int | None, list[str]] | None:
+         onto: str) -> Taken | None:
     """Give the steps after `pos`, up to the next would-conflict, the trial's results; what
-    `run_steps` returns (the new head, the next stop's index and paths, or None at the end),
-    or None, with the steps untouched, when the trial does not fit: another head under it
-    (a resolution), another series, or commits that do not chain onto `head`. Then the
-    caller replays for real."""
+    they come to, or None, with the steps untouched, when the trial does not fit: another
+    head under it (a resolution), another series, or commits that do not chain onto `head`.
+    Then the caller replays for real."""
     if len(trial) != len(steps) or head_at(trial, pos, onto) != head or any(
             (t.number, t.file, t.source) != (s.number, s.file, s.source)
             for s, t in zip(steps, trial, strict=True)):
@@ -36,23 +45,23 @@ def take(repo: Repo, steps: list[PatchResult], trial: list[PatchResult], pos: in
     taken: dict[int, PatchResult] = {}
     stop = None
     for i in range(pos + 1, len(steps)):
-        if steps[i].status == "would-conflict":
+        if steps[i].status == PatchStatus.WOULD_CONFLICT:
             stop = i
             break
-        if steps[i].status != "pending":
+        if steps[i].status != PatchStatus.PENDING:
             continue
         t = trial[i]
-        if t.status == "applied" and t.commit:
+        if t.status == PatchStatus.APPLIED and t.commit:
             if repo.read_commit(t.commit).parents != (head,):
                 return None
             head = t.commit
-        elif t.status != "dropped" or t.commit:
+        elif t.status != PatchStatus.DROPPED or t.commit:
             return None
         taken[i] = replace(t)
     for i, t in taken.items():
         steps[i] = t
     if stop is None:
-        return head, None, []
+        return Taken(head, None, [])
     paths = steps[stop].forecast
-    steps[stop].status, steps[stop].forecast = "conflict", []
-    return head, stop, paths
+    steps[stop].status, steps[stop].forecast = PatchStatus.CONFLICT, []
+    return Taken(head, stop, paths)

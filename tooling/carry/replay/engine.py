@@ -9,14 +9,17 @@ user's branches, `validate` only needs the rebased tree.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from carry.base.data import EMPTY_WHEN_NONE
 from carry.git import Ident, Repo
 from carry.replay import rerere
 from carry.replay import why as whymod
 from carry.replay.runs import PatchResult as PatchResult
+from carry.replay.runs import PatchStatus as PatchStatus
 from carry.replay.runs import run_steps as run_steps
 from carry.replay.targets import ResolvedTarget, fork_line
 from carry.series.store import Series
@@ -38,13 +41,54 @@ class Conflict:
     squash_hints: list[str] = field(default_factory=list)
 
 
+class TargetStatus(enum.StrEnum):
+    """How one target's rebase ended: every patch in, stopped at a conflict, or failed
+    (the message says why)."""
+
+    APPLIED = "applied"
+    CONFLICT = "conflict"
+    FAILED = "failed"
+
+
+@dataclass
+class Refreshed:
+    """The series version a `--refresh` wrote: its number, its tag ("" when none could be
+    made) and its patch files."""
+
+    version: int
+    tag: str
+    files: list[str]
+
+
+@dataclass
+class NotRecorded:
+    """A path whose resolution `--continue` could not keep, and why ("" for the patch)."""
+
+    path: str
+    why: str
+
+
+@dataclass
+class ResolutionRecord:
+    """What `--continue` recorded of a resolution of `patch`: the series version it wrote
+    (0 for none) with its tag and resolution files, the ones recorded already, and the paths
+    it could not keep."""
+
+    patch: str
+    version: int = 0
+    tag: str = ""
+    files: list[str] = field(default_factory=list)
+    already: list[str] = field(default_factory=list)
+    not_recorded: list[NotRecorded] = field(default_factory=list)
+
+
 @dataclass
 class TargetResult:
     series: str
     target: str
     ref: str
     onto: str
-    status: str  # applied | conflict | failed
+    status: TargetStatus
     head: str
     patches: list[PatchResult]
     branch: str = ""
@@ -52,8 +96,8 @@ class TargetResult:
     dry_run: bool = False
     conflict: Conflict | None = None
     message: str = ""
-    refreshed: dict[str, Any] = field(default_factory=dict)
-    recorded: dict[str, Any] = field(default_factory=dict)  # what --continue recorded
+    refreshed: Refreshed | None = field(default=None, metadata=EMPTY_WHEN_NONE)
+    recorded: ResolutionRecord | None = field(default=None, metadata=EMPTY_WHEN_NONE)
     line: str = ""  # the target's name when it is a fork branch, not upstream's line (`why`)
     audit: list[AuditFinding] = field(default_factory=list)  # replay.audit: clean, not correct
     furthest: Furthest | None = None  # --furthest: where on the target's line it went, and why
@@ -89,7 +133,8 @@ def steps_for(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchR
                            source=c.commit.sha)
         drop = drops.get(c.number)
         if drop:
-            step.status, step.reason, step.upstream = "dropped", drop.reason, drop.upstream
+            step.status, step.reason = PatchStatus.DROPPED, drop.reason
+            step.upstream = drop.upstream
         out.append(step)
     return out
 
@@ -105,7 +150,7 @@ def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
     commit `onto`, each conflict also gets its why (`replay.why`), worked out on another
     thread while the forecast goes on."""
     trial = [replace(s) for s in steps]
-    trial[stop].status = "skipped"
+    trial[stop].status = PatchStatus.SKIPPED
     why = whymod.Why(repo, steps, onto) if onto else None
     try:
         if why:
@@ -115,10 +160,10 @@ def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
                                              recorded=recorded)
             if again is None:
                 break
-            steps[again].status, steps[again].forecast = "would-conflict", paths
+            steps[again].status, steps[again].forecast = PatchStatus.WOULD_CONFLICT, paths
             if why:
                 why.add(again)
-            trial[again].status = "skipped"
+            trial[again].status = PatchStatus.SKIPPED
         if why:
             why.finish()
     finally:
@@ -173,11 +218,11 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
     elif stop is not None:  # the stop came before any drop: mark the later drops
         for step, c in zip(steps[stop + 1:], carried[stop + 1:], strict=True):
             if c.number in drops:
-                step.status, step.reason = "dropped", drops[c.number].reason
+                step.status, step.reason = PatchStatus.DROPPED, drops[c.number].reason
                 step.upstream = drops[c.number].upstream
     trial = forecast(repo, steps, stop, head, committer, recorded, onto=target.sha) \
         if stop is not None else []
-    status = "applied" if stop is None else "conflict"
+    status = TargetStatus.APPLIED if stop is None else TargetStatus.CONFLICT
     result = TargetResult(series.name, target.name, target.ref, target.sha, status,
                           head if stop is None else "", steps,
                           line=fork_line(series, target.name, target.ref))

@@ -10,7 +10,7 @@ from typing import Any
 
 from carry.base.errors import CarryError
 from carry.git import Ident, Repo
-from carry.replay.engine import PatchResult
+from carry.replay.engine import NotRecorded, PatchResult, PatchStatus, ResolutionRecord
 from carry.series.store import Series
 
 _MARKER = re.compile(rb"^(?:<{7}|>{7})(?: |$)", re.M)
@@ -40,11 +40,11 @@ def take_resolution(repo: Repo, wt: Path, step: PatchResult, head: str, paths: S
     if not force:
         _refuse_undoing_the_target(repo, wt, step, head, paths)
     if tree == repo.read_commit(head).tree:
-        step.status, step.reason = "dropped", "empty after the conflict was resolved"
+        step.status, step.reason = PatchStatus.DROPPED, "empty after the conflict was resolved"
         return head
     new = repo.write_commit(tree, [head], source.message, source.author, committer,
                             source.encoding)
-    step.status, step.reason, step.commit = "applied", "conflict resolved", new
+    step.status, step.reason, step.commit = PatchStatus.APPLIED, "conflict resolved", new
     return new
 
 
@@ -93,7 +93,7 @@ def _clean_changes(base: bytes, ours: bytes, theirs: bytes) -> list[bytes]:
 
 
 def record(series: Series, repo: Repo, step: PatchResult, head: str, resolved: str,
-           where: str) -> dict[str, Any]:
+           where: str) -> ResolutionRecord:
     """Keep the maintainer's resolution of `step`'s conflict (the patch went onto `head`
     and became `resolved`) in the series' `resolutions/`, as its next version, so that every
     later replay meeting the same conflict applies it (`rerere`). Recording again what is
@@ -107,9 +107,8 @@ def record(series: Series, repo: Repo, step: PatchResult, head: str, resolved: s
     taken = rerere.take(repo, step.number, repo.read_commit(step.source),
                         repo.read_commit(head).tree, repo.read_commit(resolved).tree, version,
                         where)
-    out: dict[str, Any] = {
-        "patch": step.file, "version": 0, "tag": "", "files": [], "already": [],
-        "not_recorded": [{"path": p, "why": why} for p, why in taken.skipped]}
+    out = ResolutionRecord(step.file,
+                           not_recorded=[NotRecorded(p, why) for p, why in taken.skipped])
     if not taken.files:
         return out
     existing = rerere.load(series.root).files
@@ -119,7 +118,7 @@ def record(series: Series, repo: Repo, step: PatchResult, head: str, resolved: s
     for res in taken.files:
         old = next((r for r in existing if r.name == res.name), None)
         if old is not None and old.same(res):
-            out["already"].append(f"{RESOLUTION_DIR}/{res.file_name} (v{old.version})")
+            out.already.append(f"{RESOLUTION_DIR}/{res.file_name} (v{old.version})")
         else:
             new[res.file_name] = res.dump(step.file)
     # an earlier record of part of this conflict is superseded by the whole one
@@ -130,11 +129,11 @@ def record(series: Series, repo: Repo, step: PatchResult, head: str, resolved: s
     files = {n: d for n, d in read_resolutions(series.root).items() if n not in gone}
     files.update(new)
     paths = ", ".join(r.path for r in taken.files)
-    out["version"], out["tag"] = versions.write_next(
+    out.version, out.tag = versions.write_next(
         series.root, series.manifest, {p.name: p.read() for p in series.patches()},
         f"recorded the resolution of {step.file[:4]}'s conflict in {paths} ({where})",
         resolutions=files)
-    out["files"] = [f"{RESOLUTION_DIR}/{n}" for n in sorted(new)]
+    out.files = [f"{RESOLUTION_DIR}/{n}" for n in sorted(new)]
     return out
 
 

@@ -5,6 +5,7 @@ the results around it."""
 
 from __future__ import annotations
 
+import enum
 import hashlib
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -17,6 +18,17 @@ from carry.replay import rerere
 
 Changes = dict[bytes, tuple[Entry | None, Entry | None]]
 Run = list[tuple[int, RawCommit]]  # consecutive steps (index, commit on the series base)
+
+
+class PatchStatus(enum.StrEnum):
+    """What became of one patch in one target (a `would-conflict` is the forecast's)."""
+
+    APPLIED = "applied"
+    DROPPED = "dropped"
+    CONFLICT = "conflict"
+    SKIPPED = "skipped"
+    PENDING = "pending"
+    WOULD_CONFLICT = "would-conflict"
 
 
 @dataclass
@@ -33,7 +45,7 @@ class PatchResult:
     file: str
     subject: str
     author: str
-    status: str = "pending"  # applied | dropped | conflict | skipped | pending | would-conflict
+    status: PatchStatus = PatchStatus.PENDING
     reason: str = ""
     commit: str = ""
     upstream: str = ""
@@ -97,7 +109,7 @@ def _run(ctx: _Replay, runs: list[Run], head: str, head_tree: str,
                     j, c = run[0]
                     fixed = resolved(repo, ctx.recorded, steps[j], c, head, committer)
                     if fixed is None:
-                        steps[j].status = "conflict"
+                        steps[j].status = PatchStatus.CONFLICT
                         return head, j, sorted(set(merged.conflicts))
                     head, head_tree = fixed
                     ahead = _start(repo, runs[k + 1], head_tree) if k + 1 < len(runs) else None
@@ -152,10 +164,10 @@ def _commit(repo: Repo, step: PatchResult, c: RawCommit, tree: str, head: str, h
             committer: Ident) -> tuple[str, str]:
     """The patch's commit on `head` (none when it changes nothing there); the new head."""
     if tree == head_tree:
-        step.status, step.reason = "dropped", "empty after replay"
+        step.status, step.reason = PatchStatus.DROPPED, "empty after replay"
         return head, head_tree
     head = repo.write_commit(tree, [head], c.message, c.author, committer, c.encoding)
-    step.status, step.commit = "applied", head
+    step.status, step.commit = PatchStatus.APPLIED, head
     return head, tree
 
 
@@ -172,7 +184,7 @@ def _one_by_one(ctx: _Replay, run: Run, head: str, head_tree: str
             if not merged.clean:
                 fixed = resolved(repo, ctx.recorded, steps[j], c, head, committer)
                 if fixed is None:
-                    steps[j].status = "conflict"
+                    steps[j].status = PatchStatus.CONFLICT
                     return head, head_tree, (j, sorted(set(merged.conflicts)))
                 head, head_tree = fixed
                 continue

@@ -138,7 +138,8 @@ def dashboard_body() -> str:
     from carry.job import board as boardmod
     from carry.job import steer
     from carry.job.cells import Row
-    from carry.job.shared import Action
+    from carry.job.shared import Action, Check
+    from carry.job.verdict import Failing
     from carry.series.store import find
 
     def sha(what: str) -> str:
@@ -147,7 +148,7 @@ def dashboard_body() -> str:
     s = find(REPO / "series", NAME)
     board = boardmod.Board(s.manifest.fork.repo, open_limit=5)
     board.cells = [boardmod.Cell(NAME, t.name) for t in s.manifest.targets]
-    dev = Row(NAME, "fork-dev", sha("dev"), "applied", validate="cached passed",
+    dev = Row(NAME, "fork-dev", sha("dev"), "applied", check=Check.PASSED, cached=True,
               summary="382 tests passed across the six suites", ref="dev/jovian-judgement")
     release = Row(NAME, "upstream-release@v0.34.0", sha("v0.34.0"), "conflict",
                   ref="v0.34.0", conflict="0001-BugFix-Mamba-sparse-retention.patch", why=[
@@ -158,13 +159,13 @@ def dashboard_body() -> str:
         {"file": "0004-Retain-both-EAGLE-reachable-positions.patch",
          "status": "would-conflict", "cause": None,
          "builds_on": "0001-BugFix-Mamba-sparse-retention.patch", "text": "0004 builds on 0001"}])
-    main = Row(NAME, "upstream-main", sha("main"), "applied", validate="failed",
+    main = Row(NAME, "upstream-main", sha("main"), "applied", check=Check.FAILED,
                summary="2 failed, 380 passed across the six suites", ref="upstream/main",
-               failing=[{"test": f"{FILES[0]}::test_swa_eagle_replay_hits_reachable_prefix",
-                         "message": "AssertionError", "verdict": "fails only with the series"},
-                        {"test": "tests/v1/core/prefix_cache/test_partial_prefix_cache_"
-                                 "primitives.py::test_evict_partial", "message": "KeyError",
-                         "verdict": "fails on upstream too"}])
+               failing=[Failing(f"{FILES[0]}::test_swa_eagle_replay_hits_reachable_prefix",
+                                "AssertionError", "fails only with the series"),
+                        Failing("tests/v1/core/prefix_cache/test_partial_prefix_cache_"
+                                "primitives.py::test_evict_partial", "KeyError",
+                                "fails on upstream too")])
     for row, when in ((dev, "2026-11-16T12:02:00Z"), (release, "2026-11-16T18:01:00Z"),
                       (main, DASHBOARD_RUN)):
         cell = board.cell(NAME, row.target.split("@", 1)[0])

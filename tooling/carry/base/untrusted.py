@@ -19,6 +19,7 @@ file problems raise CarryError naming the path.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import errno
 import json
 import os
@@ -196,7 +197,7 @@ def read_json(path: Path, kind: type[T] | None = None, *, inside: Path | None = 
 def build(cls: type[T], data: Any, where: str, strict: bool = False) -> T:
     """An instance of the dataclass `cls` from a parsed object, each field's type checked
     against its annotation (str, int, float, bool, None, list[X], dict[str, X], X | None,
-    nested dataclasses, Any). Unknown keys are ignored unless `strict`."""
+    nested dataclasses, enums by value, Any). Unknown keys are ignored unless `strict`."""
     if not isinstance(data, dict):
         raise BadData(f"{where}: expected an object, got {_describe(type(data))}")
     hints, known = _shape(cls)
@@ -248,6 +249,12 @@ def _value(hint: Any, value: Any, where: str) -> Any:
         return {str(k): _value(item, v, f"{where}.{k}") for k, v in value.items()}
     if dataclasses.is_dataclass(hint):
         return build(typing.cast("type[Any]", hint), value, where)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        try:  # a StrEnum field is its value in JSON; any other value is refused
+            return hint(value)
+        except (ValueError, TypeError):
+            allowed = ", ".join(repr(m.value) for m in hint)
+            raise BadData(f"{where}: expected one of {allowed}, got {value!r:.60}") from None
     if hint is type(None):
         if value is None:
             return None

@@ -21,10 +21,11 @@ from carry.base.data import to_data
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.job import tracking
-from carry.job.shared import Action, Row
+from carry.job.shared import Action, Check, Row
 from carry.job.shared import Options as LoopOptions
 from carry.rebase import command as rebase
 from carry.series import store as seriesmod
+from carry.validate.results import Status
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,7 +43,7 @@ class Options:
 
 @dataclass
 class JobResult:
-    status: str  # passed | failed
+    status: Status  # PASSED | FAILED
     rows: list[Row]
     out: str
     loop: list[Action] = field(default_factory=list)  # PRs and issues (opt-in)
@@ -50,7 +51,7 @@ class JobResult:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.status == "passed" else 1
+        return 0 if self.status is Status.PASSED else 1
 
 
 def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, how: Options) -> None:
@@ -62,9 +63,9 @@ def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, how: Options
             commit=f"{onto}..{row.head}", engine=how.engine, python=how.python,
             use_cache=(s.name, row.target.split("@", 1)[0]) not in how.retry))
     except CarryError as exc:
-        row.validate, row.summary = "error", exc.line()
+        row.check, row.summary = Check.ERROR, exc.line()
         return
-    if report.status == "failed":  # which tests, and are they the series' or upstream's?
+    if report.status is Status.FAILED:  # which tests, and are they the series' or upstream's?
         from carry.job import verdict
 
         row.failing = verdict.triage(s, repo, onto, row.head, report, how.engine, how.python)
@@ -73,7 +74,8 @@ def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, how: Options
     path = how.out / artifact_name(s.name, row.target)
     atomic.write_json(path, to_data(report), indent=2)
     row.report = str(path)
-    row.validate = ("cached " if report.cached else "") + report.status
+    row.check = Check.PASSED if report.status is Status.PASSED else Check.FAILED
+    row.cached = report.cached
     row.summary = report.summary
 
 
@@ -140,17 +142,15 @@ def _rows(root: Path, names: list[str], repo: Repo, targets: list[str], onto: li
                                       if p.status == "would-conflict"]
                 row.why = r.why
             if r.status == "applied":
-                _validate(s, repo, row, r.onto, how)
-                if row.audit:  # applied is not correct: a cell with a finding is not validated
-                    row.validate += ", audit failed"
+                _validate(s, repo, row, r.onto, how)  # a finding of the audit fails it too
             rows.append(row)
     stamp = _now()
     for row in rows:
         row.time = row.time or stamp
     if not rows and not how.paused:
         raise CarryError("no series has any of the targets " + ", ".join(targets))
-    ok = all(r.rebase == "applied" and r.validate.endswith("passed") for r in rows)
-    return JobResult("passed" if ok else "failed", rows, str(how.out))
+    ok = all(r.rebase == "applied" and r.passed for r in rows)
+    return JobResult(Status.PASSED if ok else Status.FAILED, rows, str(how.out))
 
 
 def finish(root: Path, repo: Repo, result: JobResult, loop: LoopOptions | None,
@@ -163,7 +163,7 @@ def finish(root: Path, repo: Repo, result: JobResult, loop: LoopOptions | None,
         rows = [r for r in result.rows if st is None or r.series not in st.paused]
         result.loop = loopmod.run(root, repo, rows, loop)
         if any(a.action == "failed" for a in result.loop):
-            result.status = "failed"
+            result.status = Status.FAILED
     extra = ""
     if st is not None and loop is not None:
         from carry.job import board, steer
@@ -281,9 +281,9 @@ def run_cell(root: Path, name: str, target: str, ref: str | None, repo: Repo,
     upstream = repo.rev_parse(ref)
     held = ledger.load(ledger_path).holds(name, target, upstream)
     if held is not None and not force:
-        row = Row(name, target, ref, "skipped", validate=f"ledger: {held.outcome}",
+        row = Row(name, target, ref, "skipped", held=held.outcome,
                   summary=f"validated at {held.time}; --force runs it again")
-        return JobResult("passed", [row], str(how.out))
+        return JobResult(Status.PASSED, [row], str(how.out))
     result = _rows(root, [name], repo, [], [ref], how, loop)
     for row in result.rows:
         row.target = target
@@ -316,7 +316,7 @@ def loop_from(root: Path, repo: Repo, summaries: list[Path], out: Path,
         loopmod.check(seriesmod.find(root, name), loop)
     st = steer.read(root, loop) if loop.dashboard else None
     out.mkdir(parents=True, exist_ok=True)
-    return finish(root, repo, JobResult("passed", rows, str(out)), loop, st)
+    return finish(root, repo, JobResult(Status.PASSED, rows, str(out)), loop, st)
 
 
 def _read_rows(path: Path) -> list[Row]:
@@ -326,7 +326,7 @@ def _read_rows(path: Path) -> list[Row]:
         data = untrusted.read_json(path, dict)  # a FIFO, a link, 3,000 nested lists: refused
         if not isinstance(data.get("rows"), list):
             raise untrusted.BadData("'rows' is not a list")
-        rows = [untrusted.build(Row, raw, f"rows[{i}]") for i, raw in enumerate(data["rows"])]
+        rows = [Row.from_data(raw, f"rows[{i}]") for i, raw in enumerate(data["rows"])]
     except ValueError as exc:
         raise CarryError(f"{path} is not a carry ci summary.json: {exc}") from None
     for row in rows:
@@ -338,8 +338,9 @@ def _read_rows(path: Path) -> list[Row]:
 def _outcome(row: Row) -> str:
     if row.rebase != "applied":
         return row.rebase
-    return "passed" if row.validate.endswith("passed") else (
-        "error" if row.validate == "error" else "failed")
+    if row.passed:
+        return Check.PASSED
+    return Check.ERROR if row.check is Check.ERROR and not row.audit_failed else Check.FAILED
 
 
 def _plan_hash(s: seriesmod.Series) -> str:

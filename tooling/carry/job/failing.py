@@ -46,12 +46,12 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def body(series: str, target: str, ref: str, upstream: str, failing: list[dict[str, str]],
+def body(series: str, target: str, ref: str, upstream: str, failing: list[verdict.Failing],
          tail: str) -> str:
     """The issue's text, within GitHub's limit: rows past it are counted, not shown; every
     message is inert (text.inert) and the output sits in a fence it cannot close."""
-    mine = sum(f.get("verdict") == verdict.SERIES for f in failing)
-    theirs = sum(f.get("verdict") == verdict.UPSTREAM for f in failing)
+    mine = sum(f.verdict == verdict.SERIES for f in failing)
+    theirs = sum(f.verdict == verdict.UPSTREAM for f in failing)
     head = [
         marker(series, target, ref, upstream), "",
         f"The carried series `{series}` applies cleanly to `{ref}` (`{upstream[:12]}`, target "
@@ -72,8 +72,8 @@ def body(series: str, target: str, ref: str, upstream: str, failing: list[dict[s
     room = text.LIMIT - text.size("\n".join(head + end)) - 300
     rows: list[str] = []
     for f in failing:
-        row = (f"| {text.code(f.get('test', '')[:300])} | {text.inert(f.get('verdict', ''))} "
-               f"| {text.inert(f.get('message', '')[:200])} |")
+        row = (f"| {text.code(f.test[:300])} | {text.inert(f.verdict)} "
+               f"| {text.inert(f.message[:200])} |")
         room -= text.size(row) + 1
         if room < 0:
             break

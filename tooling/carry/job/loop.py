@@ -50,11 +50,11 @@ def run(root: Path, repo: Repo, rows: list[Row], opts: Options) -> list[Action]:
         target = next((t for t in s.manifest.targets if t.name == name), None)
         if target is None:
             continue  # an ad-hoc --onto ref: no PR or issue belongs to it
-        clean = row.rebase == "applied" and row.validate.endswith("passed")
+        clean = row.rebase == "applied" and row.passed
         steps: list[partial[list[Action]]] = []
         if row.rebase == "conflict" and opts.track_issues:
             steps.append(partial(_track, ctx, s, name, row))
-        if row.rebase == "applied" and getattr(row, "failing", None) and opts.track_issues:
+        if row.rebase == "applied" and row.failing and opts.track_issues:
             steps.append(partial(failing.track, ctx, s, name, row))
         if clean and opts.open_pr:
             steps.append(partial(_refresh_and_pr, ctx, s, target, row))

@@ -30,7 +30,7 @@ from carry.series import store as seriesmod
 
 if TYPE_CHECKING:
     from carry.git import Repo
-    from carry.job.shared import Action, Options
+    from carry.job.shared import Action, Options, Row
 
 
 SHOWN = 10  # failing tests a cell lists: the rest are in its issue (300 would pass the limit)
@@ -131,7 +131,7 @@ def _verified(forge: forgemod.Forge, full: str, issue: forgemod.IssueInfo) -> Bo
 # -- this run's results onto the board --------------------------------------------------------
 
 
-def update(st: Steering, root: Path, repo: Repo, rows: Sequence[Any],
+def update(st: Steering, root: Path, repo: Repo, rows: Sequence[Row],
            actions: Sequence[Action], limit: int, now: str) -> Board:
     """The next board: every series and target (`read` checked they share the repository),
     this run's rows and actions over what the board held; a retry that ran is unticked."""
@@ -160,21 +160,21 @@ def update(st: Steering, root: Path, repo: Repo, rows: Sequence[Any],
     return new
 
 
-def _take(cell: Cell, row: Any, retried: bool, now: str) -> None:
+def _take(cell: Cell, row: Row, retried: bool, now: str) -> None:
     state, details = _state(row)
     same = (cell.ref, cell.upstream, cell.state, cell.details) == (
         row.ref or row.onto, row.onto, state, details)
     cell.ref, cell.upstream, cell.state, cell.details = row.ref or row.onto, row.onto, state, \
         details
     if not same or retried or not cell.time:
-        cell.time = getattr(row, "time", "") or now
+        cell.time = row.time or now
 
 
-def _state(row: Any) -> tuple[str, list[str]]:
+def _state(row: Row) -> tuple[str, list[str]]:
     """What a row says, in the words of the table: the root conflicts and what caused each
     (the replay's `why`, when it names them), the failing tests with their verdict."""
     if row.rebase == "conflict":
-        why = [w for w in getattr(row, "why", None) or [] if isinstance(w, dict)]
+        why = [w for w in row.why if isinstance(w, dict)]
         roots = [w for w in why if not w.get("builds_on")]
         if roots:
             lines = [f"root {_root(w)}" for w in roots]
@@ -187,14 +187,14 @@ def _state(row: Any) -> tuple[str, list[str]]:
             f"would conflict: {w}" for w in row.would_conflict]
     if row.rebase != "applied":
         return row.rebase, [row.summary] if row.summary else []
-    if row.validate.endswith("passed"):
+    if row.passed:
         return "validated", []
-    failing = [f for f in getattr(row, "failing", None) or [] if isinstance(f, dict)]
+    failing = row.failing
     if failing:
-        shown = [f"`{f.get('test', '')}`: {f.get('verdict', '')}" for f in failing[:SHOWN]]
+        shown = [f"`{f.test}`: {f.verdict}" for f in failing[:SHOWN]]
         rest = [f"{len(failing) - SHOWN} more in its issue"] if len(failing) > SHOWN else []
         return "tests failing", shown + rest
-    return row.validate.removeprefix("cached "), [row.summary] if row.summary else []
+    return row.validation, [row.summary] if row.summary else []
 
 
 def _root(w: dict[str, Any]) -> str:

@@ -216,8 +216,8 @@ def ci_run(
     if retry:
         job = replace(job, retry=frozenset({(name, target_name)}))
     root = _root(series_dir)
-    result = cells.run_cell(root, name, target_name, ref, Repo.open(_repo(repo, root, name)),
-                             job, ledger, force, loop)
+    result = cells.run_cell(root, cells.MatrixCell(name, target_name, ref),
+                            Repo.open(_repo(repo, root, name)), job, ledger, force, loop)
     reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
 

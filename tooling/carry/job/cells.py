@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from carry.base import atomic, untrusted
 from carry.base.data import to_data
@@ -26,6 +26,9 @@ from carry.job.shared import Options as LoopOptions
 from carry.rebase import command as rebase
 from carry.series import store as seriesmod
 from carry.validate.results import Status
+
+if TYPE_CHECKING:
+    from carry.job.steer import Steering
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,9 +157,9 @@ def _rows(root: Path, names: list[str], repo: Repo, targets: list[str], onto: li
 
 
 def finish(root: Path, repo: Repo, result: JobResult, loop: LoopOptions | None,
-           st: Any = None) -> JobResult:
-    """The loop (never on a paused series' rows), the dashboard (`st`, a steer.Steering),
-    then the summaries."""
+           st: Steering | None = None) -> JobResult:
+    """The loop (never on a paused series' rows), the dashboard (`st`), then the
+    summaries."""
     from carry.job import loop as loopmod
 
     if loop is not None and loop.enabled:
@@ -242,7 +245,7 @@ def matrix(root: Path, repo: Repo, ledger_path: Path, force: bool,
     return cells, notes
 
 
-def _steered(root: Path, st: Any, cells: list[dict[str, str]]) -> None:
+def _steered(root: Path, st: Steering, cells: list[dict[str, str]]) -> None:
     """The dashboard's retries and waiting cells, on the ref it shows for them."""
     for c in sorted(st.board.cells, key=lambda c: c.key):
         flag = "--retry" if c.key in st.retry else "--force" if c.waiting else ""
@@ -261,9 +264,17 @@ def _steered(root: Path, st: Any, cells: list[dict[str, str]]) -> None:
             x["flag"] = flag
 
 
-def run_cell(root: Path, name: str, target: str, ref: str | None, repo: Repo,
-             how: Options, ledger_path: Path, force: bool,
-             loop: LoopOptions | None = None) -> JobResult:
+@dataclass(frozen=True)
+class MatrixCell:
+    """One cell of the matrix: a series on one of its targets, at a tag or branch."""
+
+    series: str
+    target: str  # the manifest target's name
+    ref: str | None = None  # None: the target's own ref (a tag target needs one)
+
+
+def run_cell(root: Path, cell: MatrixCell, repo: Repo, how: Options, ledger_path: Path,
+             force: bool, loop: LoopOptions | None = None) -> JobResult:
     """One cell: rebase onto the target's ref, validate, close the loop if asked, and append
     the outcome to the ledger. A cell the ledger already holds is skipped (exit 0, nothing
     sent) unless forced. The ledger is written last and only when the loop did all it was
@@ -271,10 +282,11 @@ def run_cell(root: Path, name: str, target: str, ref: str | None, repo: Repo,
     nothing."""
     from carry.job import ledger
 
+    name, target = cell.series, cell.target
     force = force or (name, target) in how.retry
     s = seriesmod.find(root, name)
     t = s.manifest.target(target)
-    ref = ref or t.ref
+    ref = cell.ref or t.ref
     if not ref:
         raise CarryError(f"target {target} of {name} names tags; pass the tag with --ref",
                          hint=f"carry ci matrix lists the cells, e.g. --ref {t.tags}")

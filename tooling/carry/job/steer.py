@@ -120,7 +120,7 @@ def _verified(forge: forgemod.Forge, full: str, issue: forgemod.IssueInfo) -> Bo
                 boardmod.apply(board, changed)
             else:
                 who = f"`{editor}`" if editor else "an account GitHub no longer names"
-                line = (f"{who} ({boardmod._when(at) if at else 'time unknown'}) has no write "
+                line = (f"{who} ({boardmod.when(at) if at else 'time unknown'}) has no write "
                         f"access to {full}: {len(changed)} box(es) put back")
                 notes.warn(f"dashboard {full}#{issue.number}: {line}")
                 board.ignored = [*board.ignored, line][-3:]

@@ -176,7 +176,8 @@ def ci_matrix(
     root = _root(series_dir)
     board = loop.Options(forge_repo=forge_repo, api_url=api_url, token_env=token_env,
                          max_wait=max_wait, dashboard=True) if dashboard else None
-    views.show_matrix(*cells.matrix(root, Repo.open(_repo(repo, root)), ledger, force, board))
+    found, notes = cells.matrix(root, Repo.open(_repo(repo, root)), ledger, force, board)
+    views.show_matrix([c.data() for c in found], notes)
 
 
 @ci_app.command("run")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
 from urllib.parse import quote, unquote
 
 from carry.publish.text import inert
@@ -226,7 +225,3 @@ def summary(board: Board) -> str:
                       *(["", f"Paused: {paused}."] if paused else []),
                       *(["", f"To retry: {retry}."] if retry else [])]) + "\n"
 
-
-def data_of(board: Board) -> dict[str, Any]:
-    return {"repo": board.repo, "cells": [asdict(c) for c in board.cells], "prs": board.prs,
-            "paused": sorted(board.paused), "retry": sorted(board.retry)}

@@ -212,8 +212,23 @@ def markdown(result: JobResult) -> str:
 # -- one cell at a time: the matrix and its cells -------------------------------------------
 
 
+@dataclass
+class MatrixCell:
+    """One cell of the matrix: a series on one of its targets, at a tag or branch."""
+
+    series: str
+    target: str  # the manifest target's name
+    ref: str | None = None  # None: the target's own ref (a tag target needs one)
+    flag: str = ""  # the dashboard's: --retry or --force, for `carry ci run`
+
+    def data(self) -> dict[str, str]:
+        """As the workflow's matrix holds it: `flag` only when there is one."""
+        out = {"series": self.series, "target": self.target, "ref": self.ref or ""}
+        return {**out, "flag": self.flag} if self.flag else out
+
+
 def matrix(root: Path, repo: Repo, ledger_path: Path, force: bool,
-           loop: LoopOptions | None = None) -> tuple[list[dict[str, str]], list[str]]:
+           loop: LoopOptions | None = None) -> tuple[list[MatrixCell], list[str]]:
     """The cells (series, target, ref) the ledger does not hold yet, and one note per series
     that has nothing to run (no targets, or no patches). With the dashboard (read, never
     written here): a paused series has no cell, a ticked retry runs again past the ledger
@@ -223,7 +238,7 @@ def matrix(root: Path, repo: Repo, ledger_path: Path, force: bool,
 
     st = steer.read(root, loop) if loop is not None and loop.dashboard else None
     held = ledger.load(ledger_path)
-    cells: list[dict[str, str]] = []
+    cells: list[MatrixCell] = []
     notes: list[str] = []
     for s in seriesmod.list_series(root):
         if not s.manifest.targets:
@@ -237,7 +252,7 @@ def matrix(root: Path, repo: Repo, ledger_path: Path, force: bool,
             continue
         for r in releases.pending(s, repo, held, None):
             if r.status == "pending" or (force and r.status == "validated"):
-                cells.append({"series": s.name, "target": r.target, "ref": r.ref})
+                cells.append(MatrixCell(s.name, r.target, r.ref))
             elif r.status == "missing":
                 notes.append(f"{s.name}: target {r.target} ({r.ref}) is not in the repository")
     if st is not None:
@@ -245,7 +260,7 @@ def matrix(root: Path, repo: Repo, ledger_path: Path, force: bool,
     return cells, notes
 
 
-def _steered(root: Path, st: Steering, cells: list[dict[str, str]]) -> None:
+def _steered(root: Path, st: Steering, cells: list[MatrixCell]) -> None:
     """The dashboard's retries and waiting cells, on the ref it shows for them."""
     for c in sorted(st.board.cells, key=lambda c: c.key):
         flag = "--retry" if c.key in st.retry else "--force" if c.waiting else ""
@@ -256,21 +271,12 @@ def _steered(root: Path, st: Steering, cells: list[dict[str, str]]) -> None:
         ref = c.ref or (t.ref if t else "")
         if not ref or ref.startswith("-"):
             continue  # a tag target never run: the plan lists its newest tag anyway
-        same = [x for x in cells if (x["series"], x["target"], x["ref"]) == (*c.key, ref)]
+        same = [x for x in cells if (x.series, x.target, x.ref) == (*c.key, ref)]
         if not same:
-            same = [{"series": c.series, "target": c.target, "ref": ref}]
+            same = [MatrixCell(c.series, c.target, ref)]
             cells.extend(same)
         for x in same:
-            x["flag"] = flag
-
-
-@dataclass(frozen=True)
-class MatrixCell:
-    """One cell of the matrix: a series on one of its targets, at a tag or branch."""
-
-    series: str
-    target: str  # the manifest target's name
-    ref: str | None = None  # None: the target's own ref (a tag target needs one)
+            x.flag = flag
 
 
 def run_cell(root: Path, cell: MatrixCell, repo: Repo, how: Options, ledger_path: Path,

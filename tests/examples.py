@@ -23,7 +23,10 @@ from carry.cli import render
 from carry.validate.results import (
     Baseline,
     Failure,
+    Outcome,
     Report,
+    Status,
+    StepKind,
     StepResult,
     SuiteCounts,
     TestRun,
@@ -75,20 +78,21 @@ def _report(b: CommitBuilder, run_dir: str) -> Report:
     suites = [name for name, _ in COUNTS]
     files = " ".join(FILES)
     steps = [
-        StepResult("install", "install", f"{PY} -m pip install -q tblib", "passed", 0),
-        StepResult("pytest", "pytest", f"{PY} -m pytest -q -p no:cacheprovider "
-                   f"{' '.join(suites)} --junitxml={run_dir}/pytest.xml", "passed", 0),
-        StepResult("hook", "hook all hooks", f"pre-commit run --files {files}", "passed", 0),
-        StepResult("hook", "hook mypy-3.12 -> mypy (stage manual)",
-                   f"pre-commit run mypy --hook-stage manual --files {files}", "passed", 0,
+        StepResult(StepKind.INSTALL, "install", f"{PY} -m pip install -q tblib", Status.PASSED, 0),
+        StepResult(StepKind.PYTEST, "pytest", f"{PY} -m pytest -q -p no:cacheprovider "
+                   f"{' '.join(suites)} --junitxml={run_dir}/pytest.xml", Status.PASSED, 0),
+        StepResult(StepKind.HOOK, "hook all hooks", f"pre-commit run --files {files}",
+                   Status.PASSED, 0),
+        StepResult(StepKind.HOOK, "hook mypy-3.12 -> mypy (stage manual)",
+                   f"pre-commit run mypy --hook-stage manual --files {files}", Status.PASSED, 0,
                    note="mypy-3.12 is not a hook of this .pre-commit-config.yaml; ran its "
                         "fallback mypy"),
-        StepResult("diff-check", "git diff --check",
-                   f"git diff --check {onto[:12]} {head[:12]}", "passed", 0),
+        StepResult(StepKind.DIFF_CHECK, "git diff --check",
+                   f"git diff --check {onto[:12]} {head[:12]}", Status.PASSED, 0),
     ]
     tests = TestRun([SuiteCounts(name, passed=n) for name, n in COUNTS], [], {})
     failing = TestRun([SuiteCounts(FILES[0], failed=2)],
-                      [Failure(t, "failed", m) for t, m in BASELINE], {})
+                      [Failure(t, Outcome.FAILED, m) for t, m in BASELINE], {})
     base = Baseline("0" * 40, [FILES[0]], failing, "2 failed in the one suite",
                     [t for t, _ in BASELINE], [], [], False)
     return Report(
@@ -96,7 +100,7 @@ def _report(b: CommitBuilder, run_dir: str) -> Report:
         head_tree=git(b.path, "rev-parse", "carry/flagship^{tree}"), engine="podman",
         image="voipmonitor/vllm@sha256:284784e685aa0377f1cf63a312a364fc884b02beb98949d6886624"
               "edbddb3806", python=PY, changed=FILES, steps=steps, tests=tests,
-        suites=suites, summary="382 tests passed across the six suites", status="passed",
+        suites=suites, summary="382 tests passed across the six suites", status=Status.PASSED,
         cache_key="0" * 64, run_dir=run_dir, started="2026-12-03T00:00:00+00:00",
         seconds=1.0, baseline=base)
 

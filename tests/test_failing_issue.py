@@ -10,7 +10,7 @@ from typing import Any
 
 from carry.job import failing, verdict
 from carry.publish import text
-from carry.validate.results import StepResult
+from carry.validate.results import Status, StepKind, StepResult
 
 EVIL = "assert x == 1 @vllm-project/team <!-- hide <img src=x onerror=alert(1)> | `tick`"
 
@@ -43,7 +43,7 @@ def test_mentions_and_html_from_test_output_are_inert() -> None:
 
 
 def _report(log: Path) -> Any:
-    step = StepResult("pytest", "pytest", "pytest -q", "failed", 1, 0.0, str(log))
+    step = StepResult(StepKind.PYTEST, "pytest", "pytest -q", Status.FAILED, 1, 0.0, str(log))
     return SimpleNamespace(steps=[step])
 
 

@@ -147,7 +147,7 @@ def _fit_pair(line: str) -> str:
 
 
 def show_validate(r: Report, as_json: bool) -> None:
-    from carry.validate.results import Status
+    from carry.validate.results import Status, StepKind
 
     if as_json:
         return render.emit_json({**to_data(r), "exit_code": r.exit_code})
@@ -164,7 +164,7 @@ def show_validate(r: Report, as_json: bool) -> None:
         render.say(f"  [{mark}] {s.name}{why}{took}  {s.command}")
         if s.note and s.ok:
             render.say(f"       {s.note}")
-        if s.kind == "pytest" and r.tests:
+        if s.kind is StepKind.PYTEST and r.tests:
             for c in r.tests.suites:
                 render.say(f"       {c.suite}: {c.passed} passed, {c.failed} failed, "
                            f"{c.skipped} skipped, {c.errors} errors")

@@ -17,7 +17,7 @@ from carry.base import redact
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.series.store import Series
-from carry.validate.results import Report
+from carry.validate.results import Report, StepKind
 
 UPSTREAM = "fails on upstream too"
 SERIES = "fails only with the series"
@@ -77,7 +77,7 @@ def triage(s: Series, repo: Repo, onto: str, head: str, report: Report, engine: 
 def tail(report: Report, lines: int = TAIL_LINES) -> str:
     """The end of the pytest step's output, scrubbed, without what differs between two runs
     of the same failure (the durations, the throw-away checkout's path)."""
-    step = next((x for x in report.steps if x.kind == "pytest" and x.log), None)
+    step = next((x for x in report.steps if x.kind is StepKind.PYTEST and x.log), None)
     if step is None:
         return ""
     try:

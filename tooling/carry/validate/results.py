@@ -27,6 +27,16 @@ class Status(StrEnum):
     NOT_INSTALLED = "not-installed"  # a hook environment pre-commit could not install
 
 
+class StepKind(StrEnum):
+    """What a step runs."""
+
+    INSTALL = "install"
+    PYTEST = "pytest"
+    HOOK = "hook"
+    DIFF_CHECK = "diff-check"
+    BASELINE = "baseline"
+
+
 class Outcome(StrEnum):
     """One test's outcome, as its JUnit entry says."""
 
@@ -184,7 +194,7 @@ def summary_line(run: TestRun | None, planned: int, noun: str = "suite") -> str:
 
 @dataclass
 class StepResult:
-    kind: str  # install | pytest | hook | diff-check | baseline
+    kind: StepKind
     name: str
     command: str
     status: Status

@@ -25,7 +25,14 @@ from carry.git import Repo
 from carry.series.store import Series
 from carry.validate import baseline as proof
 from carry.validate import cache, engines, plan, steps
-from carry.validate.results import Report, Status, TestRun, parse_junit, summary_line
+from carry.validate.results import (
+    Report,
+    Status,
+    StepKind,
+    TestRun,
+    parse_junit,
+    summary_line,
+)
 from carry.validate.steps import Progress
 
 
@@ -171,7 +178,7 @@ def run(series: Series, repo: Repo, req: Request) -> Report:
     atomic.write_json(Path(report.run_dir) / "report.json", data)
     if req.record:
         atomic.write_json(last_report_path(repo, series.name), data)
-    if all(r.status is not Status.NOT_INSTALLED and (r.kind != "install" or r.ok)
+    if all(r.status is not Status.NOT_INSTALLED and (r.kind is not StepKind.INSTALL or r.ok)
            for r in report.steps):
         # a failed install is the network's, not the series': never cached
         after = _inputs(engine, series, req.allow_no_tests)  # as the install left it

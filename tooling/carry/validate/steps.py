@@ -16,7 +16,7 @@ from pathlib import Path
 from carry.base import atomic
 from carry.git import Repo
 from carry.validate import engines, plan
-from carry.validate.results import Status, StepResult, TestRun
+from carry.validate.results import Status, StepKind, StepResult, TestRun
 
 Progress = Callable[[int, int, str], None]
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
@@ -50,25 +50,25 @@ def run_steps(
         log = run_dir / f"{i:02d}-{_SLUG.sub('-', step.name).strip('-')}.log"
         r = StepResult(step.kind, step.name, step.command, Status.PASSED, log=str(log))
         began = time.monotonic()
-        if step.kind == "diff-check":
+        if step.kind is StepKind.DIFF_CHECK:
             clean, out = repo.diff_check(*diff)
             atomic.write_bytes(log, f"$ git diff --check {diff[0]} {diff[1]}\n".encode() + out)
             r.status, r.returncode = (Status.PASSED, 0) if clean else (Status.FAILED, 2)
             if not clean:
                 r.note = "whitespace errors; see the log"
-        elif step.kind == "hook" and step.hook is not None and step.hook.missing:
+        elif step.kind is StepKind.HOOK and step.hook is not None and step.hook.missing:
             atomic.write_text(log, step.hook.note + "\n")
             r.status, r.note, r.log = Status.MISSING, step.hook.note, str(log)
-        elif step.kind in ("pytest", "baseline") and not installed:
+        elif step.kind in (StepKind.PYTEST, StepKind.BASELINE) and not installed:
             r.status, r.note, r.log = Status.SKIPPED, "the requirements did not install", ""
         else:
             rc = session.run(step.argv, wts[step.tree].path, log)
             r.returncode = rc
             r.status = Status.PASSED if rc == 0 else Status.FAILED
-            if step.kind == "install" and rc != 0:
+            if step.kind is StepKind.INSTALL and rc != 0:
                 installed = False
             _judge(step, r, log)
-            if step.kind == "hook" and rc != 0:
+            if step.kind is StepKind.HOOK and rc != 0:
                 _hook_env(r, log, session, wts[step.tree].path, resolved.python)
         r.seconds = round(time.monotonic() - began, 3)
         results.append(r)
@@ -80,11 +80,11 @@ def _judge(step: plan.StepSpec, r: StepResult, log: Path) -> None:
     rc = r.returncode
     started = _junit_written(step.argv)
     _scrub_junit(step.argv)
-    if step.kind in ("pytest", "baseline") and rc not in (0, 1):
+    if step.kind in (StepKind.PYTEST, StepKind.BASELINE) and rc not in (0, 1):
         r.note = _PYTEST_EXIT.get(rc or 0, f"pytest exited {rc}")
-    if step.kind in ("pytest", "baseline") and not started:
+    if step.kind in (StepKind.PYTEST, StepKind.BASELINE) and not started:
         r.status, r.note = Status.FAILED, f"pytest did not start: {reason(log)}"
-    elif step.kind == "baseline" and rc in (0, 1):
+    elif step.kind is StepKind.BASELINE and rc in (0, 1):
         r.status, r.note = Status.PASSED, "failures here are the point: see the baseline"
     if r.status is Status.FAILED and not r.note:
         r.note = reason(log)
@@ -131,7 +131,7 @@ def empty_suites(
 ) -> list[str]:
     """A planned suite that selected no test fails the pytest step, unless the plan allows it:
     a `-m` mark the suite does not carry otherwise passes with nothing run."""
-    step = next((r for r in results if r.kind == "pytest"), None)
+    step = next((r for r in results if r.kind is StepKind.PYTEST), None)
     if step is None or tests is None:
         return []
     ran = {c.suite: c.total for c in tests.suites}

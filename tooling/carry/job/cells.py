@@ -235,6 +235,7 @@ def matrix(root: Path, repo: Repo, ledger_path: Path, force: bool,
     and the validation cache (`flag: --retry`), a cell whose PR or issue waits for room runs
     again past the ledger (`flag: --force`)."""
     from carry.job import ledger, releases, steer
+    from carry.job.releases import Seen
 
     st = steer.read(root, loop) if loop is not None and loop.dashboard else None
     held = ledger.load(ledger_path)
@@ -251,9 +252,9 @@ def matrix(root: Path, repo: Repo, ledger_path: Path, force: bool,
             notes.append(f"{s.name}: paused on the dashboard")
             continue
         for r in releases.pending(s, repo, held, None):
-            if r.status == "pending" or (force and r.status == "validated"):
+            if r.status is Seen.PENDING or (force and r.status is Seen.VALIDATED):
                 cells.append(MatrixCell(s.name, r.target, r.ref))
-            elif r.status == "missing":
+            elif r.status is Seen.MISSING:
                 notes.append(f"{s.name}: target {r.target} ({r.ref}) is not in the repository")
     if st is not None:
         _steered(root, st, cells)

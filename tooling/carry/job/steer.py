@@ -241,7 +241,7 @@ def _pending(s: seriesmod.Series, repo: Repo) -> dict[str, list[str]]:
         return {}
     out: dict[str, list[str]] = {}
     for r in found:
-        if r.status in ("waiting for the tag", "yanked"):
+        if r.status in (releases.Seen.WAITING, releases.Seen.YANKED):
             out.setdefault(r.target, []).append(f"{r.version or r.ref}: {r.status}")
     return out
 

@@ -142,7 +142,7 @@ def dashboard_body() -> str:
     from carry.job import board as boardmod
     from carry.job import steer
     from carry.job.cells import Row
-    from carry.job.shared import Action, Check
+    from carry.job.shared import Action, Check, Did
     from carry.job.verdict import Failing
     from carry.series.store import find
 
@@ -175,9 +175,9 @@ def dashboard_body() -> str:
         cell = board.cell(NAME, row.target.split("@", 1)[0])
         assert cell is not None
         steer._take(cell, row, False, when)
-    for act in (Action(NAME, "fork-dev", "dev/jovian-judgement", "pr", "unchanged", 712),
-                Action(NAME, "upstream-release", "v0.34.0", "issue", "opened", 715),
-                Action(NAME, "upstream-main", "upstream/main", "issue", "updated", 716)):
+    for act in (Action(NAME, "fork-dev", "dev/jovian-judgement", "pr", Did.UNCHANGED, 712),
+                Action(NAME, "upstream-release", "v0.34.0", "issue", Did.OPENED, 715),
+                Action(NAME, "upstream-main", "upstream/main", "issue", Did.UPDATED, 716)):
         steer._act(board, act)
     release_cell = board.cell(NAME, "upstream-release")
     assert release_cell is not None

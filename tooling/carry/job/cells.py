@@ -21,7 +21,7 @@ from carry.base.data import to_data
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.job import tracking
-from carry.job.shared import Action, Check, Row
+from carry.job.shared import Action, Check, Did, Row
 from carry.job.shared import Options as LoopOptions
 from carry.rebase import command as rebase
 from carry.series import store as seriesmod
@@ -165,7 +165,7 @@ def finish(root: Path, repo: Repo, result: JobResult, loop: LoopOptions | None,
     if loop is not None and loop.enabled:
         rows = [r for r in result.rows if st is None or r.series not in st.paused]
         result.loop = loopmod.run(root, repo, rows, loop)
-        if any(a.action == "failed" for a in result.loop):
+        if any(a.action is Did.FAILED for a in result.loop):
             result.status = Status.FAILED
     extra = ""
     if st is not None and loop is not None:
@@ -307,7 +307,7 @@ def run_cell(root: Path, cell: MatrixCell, repo: Repo, how: Options, ledger_path
     for row in result.rows:
         row.target = target
     finish(root, repo, result, loop)
-    if (loop and loop.dry_run) or any(a.action in ("failed", "waiting") for a in result.loop):
+    if (loop and loop.dry_run) or any(a.action in (Did.FAILED, Did.WAITING) for a in result.loop):
         return result  # run again by the next run: its PR or issue is still to do
     for row in result.rows:
         tree = repo.rev_parse(row.head, "tree") if row.head else ""

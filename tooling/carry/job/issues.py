@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
-from carry.job.shared import Action, Context, forge_repo
+from carry.job.shared import Action, Context, Did, forge_repo
 from carry.publish import github as forgemod
 from carry.publish import owned, repository
 
@@ -81,7 +81,7 @@ def keep(ctx: Context, s: Series, target: str, row: Row, mark: Marker,
     with no room left opens it later."""
     title, body = text
     full = forge_repo(s, ctx.opts)
-    act = Action(s.name, target, row.ref, "issue", "would-open" if ctx.opts.dry_run else "")
+    act = Action(s.name, target, row.ref, "issue", Did.WOULD_OPEN)  # each way below says
     found = find(ctx, full, mark, s.name, target)
     if found:
         issue = found[0][0]
@@ -89,18 +89,18 @@ def keep(ctx: Context, s: Series, target: str, row: Row, mark: Marker,
         if mark.others and len(found) > 1:
             act.note = "also open: " + ", ".join(f"#{i.number}" for i, _ in found[1:])
         if (issue.title, issue.body) == (title, body):
-            act.action = "unchanged"
+            act.action = Did.UNCHANGED
         elif ctx.opts.dry_run:
-            act.action = "would-update"
+            act.action = Did.WOULD_UPDATE
         else:
             repository.repo(ctx.forge(), full).edit_issue(issue.number, title=title, body=body)
-            act.action = "updated"
+            act.action = Did.UPDATED
     elif not ctx.room(s):
-        act.action, act.note = "waiting", ctx.waiting_note(mark.issue)
+        act.action, act.note = Did.WAITING, ctx.waiting_note(mark.issue)
     elif not ctx.opts.dry_run:
         made = repository.repo(ctx.forge(), full).create_issue(title, body)
         ctx.took(s)
-        act.action, act.number, act.url = "opened", made.number, made.url
+        act.action, act.number, act.url = Did.OPENED, made.number, made.url
     else:
         ctx.took(s)  # a dry run counts what it would open
     return [act]
@@ -114,15 +114,15 @@ def close(ctx: Context, s: Series, target: Target, row: Row, mark: Marker,
     full = forge_repo(s, ctx.opts)
     out = []
     for issue, fields in find(ctx, full, mark, s.name, target.name):
-        act = Action(s.name, target.name, row.ref, "issue", "would-close", issue.number,
+        act = Action(s.name, target.name, row.ref, "issue", Did.WOULD_CLOSE, issue.number,
                      issue.url)
         seen = fields.get("upstream", "")
         if target.tags and ctx.repo.try_rev_parse(seen) and not ctx.repo.is_ancestor(
                 seen, row.onto):
-            act.action = "skipped"
+            act.action = Did.SKIPPED
             act.note = f"left open: it tracks {fields.get('ref', seen)}, not contained in {row.ref}"
         elif not ctx.opts.dry_run:
             repository.repo(ctx.forge(), full).close_issue(issue.number, comment)
-            act.action = "closed"
+            act.action = Did.CLOSED
         out.append(act)
     return out

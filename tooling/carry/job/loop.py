@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.job import failing, issues, tracking
-from carry.job.shared import Action, Context, Options, forge_repo
+from carry.job.shared import Action, Context, Did, Options, forge_repo
 from carry.publish import github as forgemod
 from carry.publish import remote as remotemod
 from carry.series import store as seriesmod
@@ -64,7 +64,7 @@ def run(root: Path, repo: Repo, rows: list[Row], opts: Options) -> list[Action]:
             try:
                 actions += step()
             except CarryError as exc:
-                actions.append(Action(s.name, name, row.ref, "loop", "failed",
+                actions.append(Action(s.name, name, row.ref, "loop", Did.FAILED,
                                       note=exc.line()))
     return actions
 
@@ -78,7 +78,7 @@ def _refresh_and_pr(ctx: Context, s: seriesmod.Series, target: seriesmod.Target,
     from carry.rebase import command as rebase
     from carry.series import locks
 
-    act = Action(s.name, target.name, row.ref, "pr", "skipped")
+    act = Action(s.name, target.name, row.ref, "pr", Did.SKIPPED)
     if not (target.kind in ("release", "dev") or (not target.kind and target.tags)):
         act.note = f"target {target.name} is not a release or dev target"
         return [act]
@@ -94,14 +94,14 @@ def _refresh_and_pr(ctx: Context, s: seriesmod.Series, target: seriesmod.Target,
     found = [p for p in prmod.find_open(ctx.forge(), full, [s.name]) if p.base == pr_base] \
         if ctx.opts.dry_run or not ctx.room(s) else []
     if not found and not ctx.room(s):  # no PR to update, and no room to open one
-        act.action, act.note = "waiting", ctx.waiting_note("its PR")
+        act.action, act.note = Did.WAITING, ctx.waiting_note("its PR")
         return [act]
     if ctx.opts.dry_run:  # the PR `carry pr` would update: carry's, for this series alone
         step = (f"refresh to version {s.manifest.version + 1} on {row.ref}, "
                 if base != row.onto else "")
         if not found:
             ctx.took(s)
-        act.action = "would-update" if found else "would-open"
+        act.action = Did.WOULD_UPDATE if found else Did.WOULD_OPEN
         act.number, act.url = (found[0].number, found[0].url) if found else (0, "")
         act.note = f"would {step}push {branch} to {remote}, PR against {pr_base}"
         return [act]
@@ -117,8 +117,8 @@ def _refresh_and_pr(ctx: Context, s: seriesmod.Series, target: seriesmod.Target,
         branch=branch, remote=remote, base=pr_base, forge_repo=full, access=ctx.opts.access,
         report_path=row.report or None, draft=True,
         push_token=forgemod.token_from_env(ctx.opts.token_env)))
-    act.action, act.number, act.url = done.action, done.number, done.url
-    if done.action == "opened":
+    act.action, act.number, act.url = Did(done.action), done.number, done.url
+    if act.action is Did.OPENED:
         ctx.took(s)
     version = result.refreshed.get("version")
     act.note = (f"series refreshed to version {version}; " if version else "") + \

@@ -126,13 +126,33 @@ class Options:
         return forgemod.Access(self.api_url, self.token_env, self.max_wait)
 
 
+class Did(StrEnum):
+    """What the loop did, or in a dry run would do, to a PR or an issue."""
+
+    OPENED = "opened"
+    UPDATED = "updated"
+    CLOSED = "closed"
+    UNCHANGED = "unchanged"
+    SKIPPED = "skipped"
+    FAILED = "failed"  # CarryError: tried again by the next run
+    WAITING = "waiting"  # this run opened as many as it may
+    WOULD_OPEN = "would-open"
+    WOULD_UPDATE = "would-update"
+    WOULD_CLOSE = "would-close"
+
+    @property
+    def kept(self) -> bool:
+        """The PR or issue is open now, as this run left it."""
+        return self in (Did.OPENED, Did.UPDATED, Did.UNCHANGED)
+
+
 @dataclass
 class Action:
     series: str
     target: str
     ref: str
-    kind: str  # pr | issue
-    action: str  # opened | updated | closed | unchanged | skipped | failed | waiting | would-...
+    kind: str  # pr | issue | loop | dashboard
+    action: Did
     number: int = 0
     url: str = ""
     note: str = ""

@@ -24,13 +24,14 @@ from carry.base import notes
 from carry.base.errors import CarryError
 from carry.job import board as boardmod
 from carry.job.board import Board, Cell
+from carry.job.shared import Action, Did, forge_repo
 from carry.publish import github as forgemod
 from carry.publish import owned, repository
 from carry.series import store as seriesmod
 
 if TYPE_CHECKING:
     from carry.git import Repo
-    from carry.job.shared import Action, Options, Row
+    from carry.job.shared import Options, Row
 
 
 SHOWN = 10  # failing tests a cell lists: the rest are in its issue (300 would pass the limit)
@@ -56,8 +57,6 @@ class Steering:
 
 def repo_of(series: Sequence[seriesmod.Series], opts: Options) -> str:
     """The one repository the dashboard lives in: --forge-repo, else the series' fork."""
-    from carry.job.shared import forge_repo
-
     found = sorted({forge_repo(s, opts) for s in series})
     if len(found) > 1:
         raise CarryError("--dashboard keeps one issue, but the series name several "
@@ -209,17 +208,17 @@ def _root(w: dict[str, Any]) -> str:
 
 
 def _act(board: Board, act: Action) -> None:
-    if act.kind == "pr" and act.number and act.action in ("opened", "updated", "unchanged"):
+    if act.kind == "pr" and act.number and act.action.kept:
         board.prs[act.series] = act.number
     cell = board.cell(act.series, act.target)
     if cell is None:
         return
-    if act.action == "waiting":
+    if act.action is Did.WAITING:
         cell.waiting = act.note
     elif act.kind == "issue" and act.number:
-        if act.action in ("opened", "updated", "unchanged"):
+        if act.action.kept:
             cell.issue = act.number
-        elif act.action == "closed" and cell.issue == act.number:
+        elif act.action is Did.CLOSED and cell.issue == act.number:
             cell.issue = 0
 
 
@@ -251,22 +250,20 @@ def _pending(s: seriesmod.Series, repo: Repo) -> dict[str, list[str]]:
 
 def publish(st: Steering, new: Board, dry_run: bool, now: str) -> Action:
     """Open the dashboard, or edit it when its text changed; `last_run` moves only then."""
-    from carry.job.shared import Action
-
     text = boardmod.render(new)
     current = st.issue.body if st.issue else ""
     if st.issue is not None and (st.issue.title, current) == (boardmod.TITLE, text):
-        return Action("", "", "", "dashboard", "unchanged", st.issue.number, st.issue.url)
+        return Action("", "", "", "dashboard", Did.UNCHANGED, st.issue.number, st.issue.url)
     new.last_run = now
     text = boardmod.render(new)
     forge = st.forge
     assert forge is not None
     if st.issue is None:
         if dry_run:
-            return Action("", "", "", "dashboard", "would-open")
+            return Action("", "", "", "dashboard", Did.WOULD_OPEN)
         made = repository.repo(forge, st.repo).create_issue(boardmod.TITLE, text)
-        return Action("", "", "", "dashboard", "opened", made.number, made.url)
+        return Action("", "", "", "dashboard", Did.OPENED, made.number, made.url)
     if dry_run:
-        return Action("", "", "", "dashboard", "would-update", st.issue.number, st.issue.url)
+        return Action("", "", "", "dashboard", Did.WOULD_UPDATE, st.issue.number, st.issue.url)
     repository.repo(forge, st.repo).edit_issue(st.issue.number, title=boardmod.TITLE, body=text)
-    return Action("", "", "", "dashboard", "updated", st.issue.number, st.issue.url)
+    return Action("", "", "", "dashboard", Did.UPDATED, st.issue.number, st.issue.url)

@@ -23,7 +23,10 @@ from carry.cli import render
 from carry.validate.results import (
     Baseline,
     Failure,
+    Outcome,
     Report,
+    Status,
+    StepKind,
     StepResult,
     SuiteCounts,
     TestRun,
@@ -75,20 +78,21 @@ def _report(b: CommitBuilder, run_dir: str) -> Report:
     suites = [name for name, _ in COUNTS]
     files = " ".join(FILES)
     steps = [
-        StepResult("install", "install", f"{PY} -m pip install -q tblib", "passed", 0),
-        StepResult("pytest", "pytest", f"{PY} -m pytest -q -p no:cacheprovider "
-                   f"{' '.join(suites)} --junitxml={run_dir}/pytest.xml", "passed", 0),
-        StepResult("hook", "hook all hooks", f"pre-commit run --files {files}", "passed", 0),
-        StepResult("hook", "hook mypy-3.12 -> mypy (stage manual)",
-                   f"pre-commit run mypy --hook-stage manual --files {files}", "passed", 0,
+        StepResult(StepKind.INSTALL, "install", f"{PY} -m pip install -q tblib", Status.PASSED, 0),
+        StepResult(StepKind.PYTEST, "pytest", f"{PY} -m pytest -q -p no:cacheprovider "
+                   f"{' '.join(suites)} --junitxml={run_dir}/pytest.xml", Status.PASSED, 0),
+        StepResult(StepKind.HOOK, "hook all hooks", f"pre-commit run --files {files}",
+                   Status.PASSED, 0),
+        StepResult(StepKind.HOOK, "hook mypy-3.12 -> mypy (stage manual)",
+                   f"pre-commit run mypy --hook-stage manual --files {files}", Status.PASSED, 0,
                    note="mypy-3.12 is not a hook of this .pre-commit-config.yaml; ran its "
                         "fallback mypy"),
-        StepResult("diff-check", "git diff --check",
-                   f"git diff --check {onto[:12]} {head[:12]}", "passed", 0),
+        StepResult(StepKind.DIFF_CHECK, "git diff --check",
+                   f"git diff --check {onto[:12]} {head[:12]}", Status.PASSED, 0),
     ]
     tests = TestRun([SuiteCounts(name, passed=n) for name, n in COUNTS], [], {})
     failing = TestRun([SuiteCounts(FILES[0], failed=2)],
-                      [Failure(t, "failed", m) for t, m in BASELINE], {})
+                      [Failure(t, Outcome.FAILED, m) for t, m in BASELINE], {})
     base = Baseline("0" * 40, [FILES[0]], failing, "2 failed in the one suite",
                     [t for t, _ in BASELINE], [], [], False)
     return Report(
@@ -96,7 +100,7 @@ def _report(b: CommitBuilder, run_dir: str) -> Report:
         head_tree=git(b.path, "rev-parse", "carry/flagship^{tree}"), engine="podman",
         image="voipmonitor/vllm@sha256:284784e685aa0377f1cf63a312a364fc884b02beb98949d6886624"
               "edbddb3806", python=PY, changed=FILES, steps=steps, tests=tests,
-        suites=suites, summary="382 tests passed across the six suites", status="passed",
+        suites=suites, summary="382 tests passed across the six suites", status=Status.PASSED,
         cache_key="0" * 64, run_dir=run_dir, started="2026-12-03T00:00:00+00:00",
         seconds=1.0, baseline=base)
 
@@ -138,7 +142,8 @@ def dashboard_body() -> str:
     from carry.job import board as boardmod
     from carry.job import steer
     from carry.job.cells import Row
-    from carry.job.shared import Action
+    from carry.job.shared import Action, Check, Did
+    from carry.job.verdict import Failing
     from carry.series.store import find
 
     def sha(what: str) -> str:
@@ -147,7 +152,7 @@ def dashboard_body() -> str:
     s = find(REPO / "series", NAME)
     board = boardmod.Board(s.manifest.fork.repo, open_limit=5)
     board.cells = [boardmod.Cell(NAME, t.name) for t in s.manifest.targets]
-    dev = Row(NAME, "fork-dev", sha("dev"), "applied", validate="cached passed",
+    dev = Row(NAME, "fork-dev", sha("dev"), "applied", check=Check.PASSED, cached=True,
               summary="382 tests passed across the six suites", ref="dev/jovian-judgement")
     release = Row(NAME, "upstream-release@v0.34.0", sha("v0.34.0"), "conflict",
                   ref="v0.34.0", conflict="0001-BugFix-Mamba-sparse-retention.patch", why=[
@@ -158,21 +163,21 @@ def dashboard_body() -> str:
         {"file": "0004-Retain-both-EAGLE-reachable-positions.patch",
          "status": "would-conflict", "cause": None,
          "builds_on": "0001-BugFix-Mamba-sparse-retention.patch", "text": "0004 builds on 0001"}])
-    main = Row(NAME, "upstream-main", sha("main"), "applied", validate="failed",
+    main = Row(NAME, "upstream-main", sha("main"), "applied", check=Check.FAILED,
                summary="2 failed, 380 passed across the six suites", ref="upstream/main",
-               failing=[{"test": f"{FILES[0]}::test_swa_eagle_replay_hits_reachable_prefix",
-                         "message": "AssertionError", "verdict": "fails only with the series"},
-                        {"test": "tests/v1/core/prefix_cache/test_partial_prefix_cache_"
-                                 "primitives.py::test_evict_partial", "message": "KeyError",
-                         "verdict": "fails on upstream too"}])
+               failing=[Failing(f"{FILES[0]}::test_swa_eagle_replay_hits_reachable_prefix",
+                                "AssertionError", "fails only with the series"),
+                        Failing("tests/v1/core/prefix_cache/test_partial_prefix_cache_"
+                                "primitives.py::test_evict_partial", "KeyError",
+                                "fails on upstream too")])
     for row, when in ((dev, "2026-11-16T12:02:00Z"), (release, "2026-11-16T18:01:00Z"),
                       (main, DASHBOARD_RUN)):
         cell = board.cell(NAME, row.target.split("@", 1)[0])
         assert cell is not None
         steer._take(cell, row, False, when)
-    for act in (Action(NAME, "fork-dev", "dev/jovian-judgement", "pr", "unchanged", 712),
-                Action(NAME, "upstream-release", "v0.34.0", "issue", "opened", 715),
-                Action(NAME, "upstream-main", "upstream/main", "issue", "updated", 716)):
+    for act in (Action(NAME, "fork-dev", "dev/jovian-judgement", "pr", Did.UNCHANGED, 712),
+                Action(NAME, "upstream-release", "v0.34.0", "issue", Did.OPENED, 715),
+                Action(NAME, "upstream-main", "upstream/main", "issue", Did.UPDATED, 716)):
         steer._act(board, act)
     release_cell = board.cell(NAME, "upstream-release")
     assert release_cell is not None

@@ -356,3 +356,31 @@ def test_keep_series_pushes_the_refreshed_versions_back(tmp_path: Path) -> None:
     assert git(origin, "tag", "--list", "series/*") == "series/demo/v2"
     assert git(origin, "ls-tree", "-r", "--name-only", "main", "series/").split() == [
         "series/demo/0002-new.patch", "series/demo/series.toml"]
+
+
+def test_a_row_says_its_validation_in_words_and_reads_back_either_way() -> None:
+    """summary.json keeps `validate` in words (what an older `carry ci loop` reads) beside the
+    typed fields; a row written before them reads back the same, and a word carry never
+    writes is refused."""
+    from carry.base import untrusted
+    from carry.base.data import to_data
+    from carry.job.shared import Check, Row
+
+    row = Row("s", "release@v2", "a" * 40, "applied", check=Check.PASSED, cached=True,
+              audit=["0001 breaks tests/x.py"])
+    data = to_data(row)
+    assert data["validate"] == "cached passed, audit failed" and data["check"] == "passed"
+    assert not row.passed and row.validation == "passed, audit failed"
+    for said, audit, passed in (("cached passed, audit failed", ["x"], False),
+                                ("passed", [], True), ("cached failed", [], False),
+                                ("error", [], False), ("ledger: conflict", [], False)):
+        old = {k: v for k, v in {**data, "validate": said, "audit": audit}.items()
+               if k not in ("check", "cached", "held")}
+        back = Row.from_data(old, "rows[0]")
+        assert (back.validate, back.passed) == (said, passed)
+    clean = Row.from_data({**data, "audit": []}, "rows[0]")
+    assert clean.passed and clean.cached and clean.validate == "cached passed"
+    for bad in ("passed!", "cached", 5):
+        old = {k: v for k, v in {**data, "validate": bad}.items() if k != "check"}
+        with pytest.raises(untrusted.BadData):
+            Row.from_data(old, "rows[0]")

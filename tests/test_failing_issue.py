@@ -10,14 +10,14 @@ from typing import Any
 
 from carry.job import failing, verdict
 from carry.publish import text
-from carry.validate.results import StepResult
+from carry.validate.results import Status, StepKind, StepResult
 
 EVIL = "assert x == 1 @vllm-project/team <!-- hide <img src=x onerror=alert(1)> | `tick`"
 
 
-def _failing(n: int, message: str = EVIL) -> list[dict[str, str]]:
-    return [{"test": f"tests/test_core.py::test_case_{i:04d}[{'p' * 80}]",
-             "message": message + " " + "m" * 150, "verdict": verdict.SERIES}
+def _failing(n: int, message: str = EVIL) -> list[verdict.Failing]:
+    return [verdict.Failing(f"tests/test_core.py::test_case_{i:04d}[{'p' * 80}]",
+                            message + " " + "m" * 150, verdict.SERIES)
             for i in range(n)]
 
 
@@ -43,7 +43,7 @@ def test_mentions_and_html_from_test_output_are_inert() -> None:
 
 
 def _report(log: Path) -> Any:
-    step = StepResult("pytest", "pytest", "pytest -q", "failed", 1, 0.0, str(log))
+    step = StepResult(StepKind.PYTEST, "pytest", "pytest -q", Status.FAILED, 1, 0.0, str(log))
     return SimpleNamespace(steps=[step])
 
 
@@ -63,9 +63,9 @@ def test_the_clean_up_is_linear_in_a_long_output_line(tmp_path: Path) -> None:
 def test_the_dashboard_cell_lists_a_few_failing_tests_and_counts_the_rest() -> None:
     from carry.job import board as boardmod
     from carry.job import steer
+    from carry.job.shared import Check, Row
 
-    row = SimpleNamespace(rebase="applied", validate="failed", failing=_failing(300),
-                          summary="")
+    row = Row("s", "main", "a" * 40, "applied", check=Check.FAILED, failing=_failing(300))
     state, details = steer._state(row)
     assert state == "tests failing" and len(details) == steer.SHOWN + 1
     assert details[-1] == f"{300 - steer.SHOWN} more in its issue"

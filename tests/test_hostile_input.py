@@ -423,3 +423,25 @@ def test_a_manifest_with_a_5000_digit_number_is_one_line(upstream: CommitBuilder
     r = run_carry("status", "demo", env=env)
     assert r.code == 2 and "Traceback" not in r.err and "internal error" not in r.err, r.err
     assert len(r.err.strip().splitlines()) == 1 and "4,300 digits" in r.err, r.err
+
+
+def test_a_cache_entry_with_a_status_carry_never_writes_is_a_miss(tmp_path: Path) -> None:
+    """A step's status is one of the words carry writes: an entry that says `passd` (or
+    anything else) answered before as if it were a report of carry's."""
+    from carry.base.data import to_data
+    from carry.validate.results import Report, Status, StepResult
+
+    k = cache.key({"x": 2})
+    step = StepResult("pytest", "tests", "pytest -q", Status.PASSED)
+    report = Report("demo", 1, "v1", "a" * 40, "b" * 40, "c" * 40, "local", "", "python3",
+                    [], [step], None, [], "no tests", Status.PASSED, k, "", "", 0.0)
+    store = tmp_path / "cache"
+    store.mkdir()
+    data = to_data(report)
+    entry = store / (k.removeprefix("sha256:") + ".json")
+    entry.write_text(json.dumps(data))
+    assert cache.load(store, k) is not None
+    for bad in ({"status": "passd"}, {"status": ["passed"]}, {"steps": [{**data["steps"][0],
+                                                                          "status": "PASSED"}]}):
+        entry.write_text(json.dumps({**data, **bad}))
+        assert cache.load(store, k) is None, bad

@@ -250,10 +250,12 @@ def _value(hint: Any, value: Any, where: str) -> Any:
     if dataclasses.is_dataclass(hint):
         return build(typing.cast("type[Any]", hint), value, where)
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        known = [m.value for m in hint]
-        if any(type(value) is type(k) and value == k for k in known):
+        known = [m.value for m in hint]  # its value only: not `1` for "1", not `True`
+        if any(isinstance(value, type(k)) and type(value) is not bool and value == k
+               for k in known):
             return hint(value)
-        raise BadData(f"{where}: expected one of {', '.join(map(str, known))}")
+        raise BadData(f"{where}: expected one of {', '.join(map(str, known))}, "
+                      f"got {value!r:.60}")
     if hint is type(None):
         if value is None:
             return None

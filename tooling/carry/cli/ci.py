@@ -176,7 +176,8 @@ def ci_matrix(
     root = _root(series_dir)
     board = loop.Options(forge_repo=forge_repo, api_url=api_url, token_env=token_env,
                          max_wait=max_wait, dashboard=True) if dashboard else None
-    views.show_matrix(*cells.matrix(root, Repo.open(_repo(repo, root)), ledger, force, board))
+    found, notes = cells.matrix(root, Repo.open(_repo(repo, root)), ledger, force, board)
+    views.show_matrix([c.data() for c in found], notes)
 
 
 @ci_app.command("run")
@@ -216,8 +217,8 @@ def ci_run(
     if retry:
         job = replace(job, retry=frozenset({(name, target_name)}))
     root = _root(series_dir)
-    result = cells.run_cell(root, name, target_name, ref, Repo.open(_repo(repo, root, name)),
-                             job, ledger, force, loop)
+    result = cells.run_cell(root, cells.MatrixCell(name, target_name, ref),
+                            Repo.open(_repo(repo, root, name)), job, ledger, force, loop)
     reports.show_job(result, json)
     raise typer.Exit(result.exit_code)
 

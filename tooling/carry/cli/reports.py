@@ -158,6 +158,8 @@ def _fit_pair(line: str) -> str:
 
 
 def show_validate(r: Report, as_json: bool) -> None:
+    from carry.validate.results import Status, StepKind
+
     if as_json:
         return render.emit_json({**to_data(r), "exit_code": r.exit_code})
     where = f"{r.engine} {r.image}" if r.image else f"{r.engine} {r.python}"
@@ -173,7 +175,7 @@ def show_validate(r: Report, as_json: bool) -> None:
         render.say(f"  [{mark}] {s.name}{why}{took}  {s.command}")
         if s.note and s.ok:
             render.say(f"       {s.note}")
-        if s.kind == "pytest" and r.tests:
+        if s.kind is StepKind.PYTEST and r.tests:
             for c in r.tests.suites:
                 render.say(f"       {c.suite}: {c.passed} passed, {c.failed} failed, "
                            f"{c.skipped} skipped, {c.errors} errors")
@@ -195,7 +197,7 @@ def show_validate(r: Report, as_json: bool) -> None:
             render.say(f"       FLAGGED: {b.note}" if b.flagged else f"       {b.note}")
     if r.summary:
         render.say(r.summary)
-    state = "passed" if r.status == "passed" else "FAILED"
+    state = "passed" if r.status is Status.PASSED else "FAILED"
     if r.cached:
         render.say(f"validation {state} (cached: {_short(r.cached_for)} has the tree "
                    f"{_short(r.head_tree)} that ran with this plan and "

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
 from urllib.parse import quote, unquote
 
 from carry.publish.text import inert
@@ -146,7 +145,8 @@ def _typed(c: Cell) -> bool:
 # -- rendering -------------------------------------------------------------------------------
 
 
-def _when(stamp: str) -> str:
+def when(stamp: str) -> str:
+    """An ISO 8601 stamp as the table shows it: `2026-11-16 12:02 UTC`."""
     return f"{stamp[:10]} {stamp[11:16]} UTC" if len(stamp) >= 16 else stamp or "-"
 
 
@@ -166,7 +166,7 @@ def table(board: Board) -> list[str]:
              "| --- | --- | --- | --- | --- | --- |"]
     for c in sorted(board.cells, key=lambda c: c.key):
         ref = f"{_code(c.ref)} (`{c.upstream[:12]}`)" if c.upstream else _code(c.ref)
-        when = f"{ref}, {_when(c.time)}" if c.ref else "-"
+        last = f"{ref}, {when(c.time)}" if c.ref else "-"
         state = [_md(c.state), *(_md(d) for d in c.details), *(_md(p) for p in c.pending)]
         if c.series in board.paused:
             state.insert(0, "**paused**")
@@ -174,7 +174,7 @@ def table(board: Board) -> list[str]:
             state.append(_md(f"waiting: {c.waiting}"))
         pr = f"#{board.prs[c.series]}" if c.series in board.prs else "-"
         issue = f"#{c.issue}" if c.issue else "-"
-        lines.append(f"| {_code(c.series)} | {_code(c.target)} | {when} | "
+        lines.append(f"| {_code(c.series)} | {_code(c.target)} | {last} | "
                      f"{'<br>'.join(state)} | {pr} | {issue} |")
     return lines
 
@@ -191,7 +191,7 @@ def render(board: Board) -> str:
         f"The carried series of `{board.repo}`, each on each of its targets, as carry's CI "
         "job last saw them. Tick a box to steer the next run: only an edit by someone with "
         "write access to this repository counts.", "",
-        f"Last run with news: {_when(board.last_run)} (a run that finds nothing new leaves "
+        f"Last run with news: {when(board.last_run)} (a run that finds nothing new leaves "
         "this issue alone).", "", *table(board)]
     waiting = [c for c in cells if c.waiting]
     if waiting:
@@ -225,7 +225,3 @@ def summary(board: Board) -> str:
                       *(["", f"Paused: {paused}."] if paused else []),
                       *(["", f"To retry: {retry}."] if retry else [])]) + "\n"
 
-
-def data_of(board: Board) -> dict[str, Any]:
-    return {"repo": board.repo, "cells": [asdict(c) for c in board.cells], "prs": board.prs,
-            "paused": sorted(board.paused), "retry": sorted(board.retry)}

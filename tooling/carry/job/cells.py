@@ -14,17 +14,21 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from carry.base import atomic, untrusted
 from carry.base.data import to_data
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.job import tracking
-from carry.job.shared import Action, Row, furthest_line
+from carry.job.shared import Action, Check, Did, Row, furthest_line
 from carry.job.shared import Options as LoopOptions
 from carry.rebase import command as rebase
 from carry.series import store as seriesmod
+from carry.validate.results import Status
+
+if TYPE_CHECKING:
+    from carry.job.steer import Steering
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,7 +46,7 @@ class Options:
 
 @dataclass
 class JobResult:
-    status: str  # passed | failed
+    status: Status  # PASSED | FAILED
     rows: list[Row]
     out: str
     loop: list[Action] = field(default_factory=list)  # PRs and issues (opt-in)
@@ -50,7 +54,7 @@ class JobResult:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.status == "passed" else 1
+        return 0 if self.status is Status.PASSED else 1
 
 
 def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, how: Options) -> None:
@@ -62,9 +66,9 @@ def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, how: Options
             commit=f"{onto}..{row.head}", engine=how.engine, python=how.python,
             use_cache=(s.name, row.target.split("@", 1)[0]) not in how.retry))
     except CarryError as exc:
-        row.validate, row.summary = "error", exc.line()
+        row.check, row.summary = Check.ERROR, exc.line()
         return
-    if report.status == "failed":  # which tests, and are they the series' or upstream's?
+    if report.status is Status.FAILED:  # which tests, and are they the series' or upstream's?
         from carry.job import verdict
 
         row.failing = verdict.triage(s, repo, onto, row.head, report, how.engine, how.python)
@@ -73,7 +77,8 @@ def _validate(s: seriesmod.Series, repo: Repo, row: Row, onto: str, how: Options
     path = how.out / artifact_name(s.name, row.target)
     atomic.write_json(path, to_data(report), indent=2)
     row.report = str(path)
-    row.validate = ("cached " if report.cached else "") + report.status
+    row.check = Check.PASSED if report.status is Status.PASSED else Check.FAILED
+    row.cached = report.cached
     row.summary = report.summary
 
 
@@ -90,9 +95,11 @@ def _furthest(s: seriesmod.Series, repo: Repo, row: Row, how: Options) -> None:
     row.furthest = r.furthest.line if r.furthest else r.message
     if r.status != "applied" or r.furthest is None or not r.furthest.steps:
         return
-    there = replace(row, head=r.head, validate="not run", summary="", report="", failing=[])
+    there = replace(row, head=r.head, check=Check.NOT_RUN, cached=False, held="", summary="",
+                    report="", failing=[])
     _validate(s, repo, there, r.onto, how)
     row.furthest_onto, row.furthest_head, row.furthest_validate = r.onto, r.head, there.validate
+    row.furthest_passed = there.passed
     row.report = there.report
 
 
@@ -160,30 +167,28 @@ def _rows(root: Path, names: list[str], repo: Repo, targets: list[str], onto: li
                 row.why = r.why
                 _furthest(s, repo, row, how)
             if r.status == "applied":
-                _validate(s, repo, row, r.onto, how)
-                if row.audit:  # applied is not correct: a cell with a finding is not validated
-                    row.validate += ", audit failed"
+                _validate(s, repo, row, r.onto, how)  # a finding of the audit fails it too
             rows.append(row)
     stamp = _now()
     for row in rows:
         row.time = row.time or stamp
     if not rows and not how.paused:
         raise CarryError("no series has any of the targets " + ", ".join(targets))
-    ok = all(r.rebase == "applied" and r.validate.endswith("passed") for r in rows)
-    return JobResult("passed" if ok else "failed", rows, str(how.out))
+    ok = all(r.rebase == "applied" and r.passed for r in rows)
+    return JobResult(Status.PASSED if ok else Status.FAILED, rows, str(how.out))
 
 
 def finish(root: Path, repo: Repo, result: JobResult, loop: LoopOptions | None,
-           st: Any = None) -> JobResult:
-    """The loop (never on a paused series' rows), the dashboard (`st`, a steer.Steering),
-    then the summaries."""
+           st: Steering | None = None) -> JobResult:
+    """The loop (never on a paused series' rows), the dashboard (`st`), then the
+    summaries."""
     from carry.job import loop as loopmod
 
     if loop is not None and loop.enabled:
         rows = [r for r in result.rows if st is None or r.series not in st.paused]
         result.loop = loopmod.run(root, repo, rows, loop)
-        if any(a.action == "failed" for a in result.loop):
-            result.status = "failed"
+        if any(a.action is Did.FAILED for a in result.loop):
+            result.status = Status.FAILED
     extra = ""
     if st is not None and loop is not None:
         from carry.job import board, steer
@@ -230,18 +235,34 @@ def markdown(result: JobResult) -> str:
 # -- one cell at a time: the matrix and its cells -------------------------------------------
 
 
+@dataclass
+class MatrixCell:
+    """One cell of the matrix: a series on one of its targets, at a tag or branch."""
+
+    series: str
+    target: str  # the manifest target's name
+    ref: str | None = None  # None: the target's own ref (a tag target needs one)
+    flag: str = ""  # the dashboard's: --retry or --force, for `carry ci run`
+
+    def data(self) -> dict[str, str]:
+        """As the workflow's matrix holds it: `flag` only when there is one."""
+        out = {"series": self.series, "target": self.target, "ref": self.ref or ""}
+        return {**out, "flag": self.flag} if self.flag else out
+
+
 def matrix(root: Path, repo: Repo, ledger_path: Path, force: bool,
-           loop: LoopOptions | None = None) -> tuple[list[dict[str, str]], list[str]]:
+           loop: LoopOptions | None = None) -> tuple[list[MatrixCell], list[str]]:
     """The cells (series, target, ref) the ledger does not hold yet, and one note per series
     that has nothing to run (no targets, or no patches). With the dashboard (read, never
     written here): a paused series has no cell, a ticked retry runs again past the ledger
     and the validation cache (`flag: --retry`), a cell whose PR or issue waits for room runs
     again past the ledger (`flag: --force`)."""
     from carry.job import ledger, releases, steer
+    from carry.job.releases import Seen
 
     st = steer.read(root, loop) if loop is not None and loop.dashboard else None
     held = ledger.load(ledger_path)
-    cells: list[dict[str, str]] = []
+    cells: list[MatrixCell] = []
     notes: list[str] = []
     for s in seriesmod.list_series(root):
         if not s.manifest.targets:
@@ -254,16 +275,16 @@ def matrix(root: Path, repo: Repo, ledger_path: Path, force: bool,
             notes.append(f"{s.name}: paused on the dashboard")
             continue
         for r in releases.pending(s, repo, held, None):
-            if r.status == "pending" or (force and r.status == "validated"):
-                cells.append({"series": s.name, "target": r.target, "ref": r.ref})
-            elif r.status == "missing":
+            if r.status is Seen.PENDING or (force and r.status is Seen.VALIDATED):
+                cells.append(MatrixCell(s.name, r.target, r.ref))
+            elif r.status is Seen.MISSING:
                 notes.append(f"{s.name}: target {r.target} ({r.ref}) is not in the repository")
     if st is not None:
         _steered(root, st, cells)
     return cells, notes
 
 
-def _steered(root: Path, st: Any, cells: list[dict[str, str]]) -> None:
+def _steered(root: Path, st: Steering, cells: list[MatrixCell]) -> None:
     """The dashboard's retries and waiting cells, on the ref it shows for them."""
     for c in sorted(st.board.cells, key=lambda c: c.key):
         flag = "--retry" if c.key in st.retry else "--force" if c.waiting else ""
@@ -274,17 +295,16 @@ def _steered(root: Path, st: Any, cells: list[dict[str, str]]) -> None:
         ref = c.ref or (t.ref if t else "")
         if not ref or ref.startswith("-"):
             continue  # a tag target never run: the plan lists its newest tag anyway
-        same = [x for x in cells if (x["series"], x["target"], x["ref"]) == (*c.key, ref)]
+        same = [x for x in cells if (x.series, x.target, x.ref) == (*c.key, ref)]
         if not same:
-            same = [{"series": c.series, "target": c.target, "ref": ref}]
+            same = [MatrixCell(c.series, c.target, ref)]
             cells.extend(same)
         for x in same:
-            x["flag"] = flag
+            x.flag = flag
 
 
-def run_cell(root: Path, name: str, target: str, ref: str | None, repo: Repo,
-             how: Options, ledger_path: Path, force: bool,
-             loop: LoopOptions | None = None) -> JobResult:
+def run_cell(root: Path, cell: MatrixCell, repo: Repo, how: Options, ledger_path: Path,
+             force: bool, loop: LoopOptions | None = None) -> JobResult:
     """One cell: rebase onto the target's ref, validate, close the loop if asked, and append
     the outcome to the ledger. A cell the ledger already holds is skipped (exit 0, nothing
     sent) unless forced. The ledger is written last and only when the loop did all it was
@@ -292,24 +312,25 @@ def run_cell(root: Path, name: str, target: str, ref: str | None, repo: Repo,
     nothing."""
     from carry.job import ledger
 
+    name, target = cell.series, cell.target
     force = force or (name, target) in how.retry
     s = seriesmod.find(root, name)
     t = s.manifest.target(target)
-    ref = ref or t.ref
+    ref = cell.ref or t.ref
     if not ref:
         raise CarryError(f"target {target} of {name} names tags; pass the tag with --ref",
                          hint=f"carry ci matrix lists the cells, e.g. --ref {t.tags}")
     upstream = repo.rev_parse(ref)
     held = ledger.load(ledger_path).holds(name, target, upstream)
     if held is not None and not force:
-        row = Row(name, target, ref, "skipped", validate=f"ledger: {held.outcome}",
+        row = Row(name, target, ref, "skipped", held=held.outcome,
                   summary=f"validated at {held.time}; --force runs it again")
-        return JobResult("passed", [row], str(how.out))
+        return JobResult(Status.PASSED, [row], str(how.out))
     result = _rows(root, [name], repo, [], [ref], how, loop)
     for row in result.rows:
         row.target = target
     finish(root, repo, result, loop)
-    if (loop and loop.dry_run) or any(a.action in ("failed", "waiting") for a in result.loop):
+    if (loop and loop.dry_run) or any(a.action in (Did.FAILED, Did.WAITING) for a in result.loop):
         return result  # run again by the next run: its PR or issue is still to do
     for row in result.rows:
         tree = repo.rev_parse(row.head, "tree") if row.head else ""
@@ -337,7 +358,7 @@ def loop_from(root: Path, repo: Repo, summaries: list[Path], out: Path,
         loopmod.check(seriesmod.find(root, name), loop)
     st = steer.read(root, loop) if loop.dashboard else None
     out.mkdir(parents=True, exist_ok=True)
-    return finish(root, repo, JobResult("passed", rows, str(out)), loop, st)
+    return finish(root, repo, JobResult(Status.PASSED, rows, str(out)), loop, st)
 
 
 def _read_rows(path: Path) -> list[Row]:
@@ -347,7 +368,7 @@ def _read_rows(path: Path) -> list[Row]:
         data = untrusted.read_json(path, dict)  # a FIFO, a link, 3,000 nested lists: refused
         if not isinstance(data.get("rows"), list):
             raise untrusted.BadData("'rows' is not a list")
-        rows = [untrusted.build(Row, raw, f"rows[{i}]") for i, raw in enumerate(data["rows"])]
+        rows = [Row.from_data(raw, f"rows[{i}]") for i, raw in enumerate(data["rows"])]
     except ValueError as exc:
         raise CarryError(f"{path} is not a carry ci summary.json: {exc}") from None
     for row in rows:
@@ -359,8 +380,9 @@ def _read_rows(path: Path) -> list[Row]:
 def _outcome(row: Row) -> str:
     if row.rebase != "applied":
         return row.rebase
-    return "passed" if row.validate.endswith("passed") else (
-        "error" if row.validate == "error" else "failed")
+    if row.passed:
+        return Check.PASSED
+    return Check.ERROR if row.check is Check.ERROR and not row.audit_failed else Check.FAILED
 
 
 def _plan_hash(s: seriesmod.Series) -> str:

@@ -1,40 +1,26 @@
 """The tracking issue of a (series, target) whose tests fail on a clean rebase: the failing
 test ids, whether each fails on the target without the series too (verdict.py), and the
 tail of the output. Found again by its marker, `<!-- carry:failing series=S target=T ref=R
-upstream=SHA -->`, parsed field by field like a conflict's (tracking.py); edited only when
-its text changed; closed by a later run on the same target whose tests pass.
+upstream=SHA -->`, edited only when its text changed and closed by a later run on the same
+target whose tests pass, as a conflict's issue is (issues.py does both).
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, unquote
+from typing import TYPE_CHECKING
 
-from carry.job import verdict
-from carry.publish import github as forgemod
-from carry.publish import owned, repository, text
+from carry.job import issues, verdict
+from carry.publish import text
 
 if TYPE_CHECKING:
-    from carry.job.shared import Action, Context
+    from carry.job.shared import Action, Context, Row
     from carry.series.store import Series, Target
 
-MARK = "<!-- carry:failing "
-_LINE = re.compile(r"^<!-- carry:failing((?: [A-Za-z]+=[^\s]*)+) -->$", re.M)
-_SAFE = "@/._+-"
-
-
-def marker(series: str, target: str, ref: str, upstream: str) -> str:
-    fields = {"series": series, "target": target, "ref": ref, "upstream": upstream}
-    return MARK + " ".join(f"{k}={quote(v, safe=_SAFE)}" for k, v in fields.items()) + " -->"
-
-
-def matches(body: str, series: str, target: str) -> dict[str, str] | None:
-    m = _LINE.search(body.replace("\r\n", "\n"))  # GitHub's web editor saves CRLF
-    if m is None:
-        return None
-    fields = {k: unquote(v) for k, v in (kv.split("=", 1) for kv in m.group(1).split())}
-    return fields if (fields.get("series"), fields.get("target")) == (series, target) else None
+FAILING = issues.Marker("failing", "carry's failing-tests marker", "its failing-tests issue")
+MARK = FAILING.prefix
+marker = FAILING.line
+matches = FAILING.matches
 
 
 def title(series: str, target: str, ref: str) -> str:
@@ -46,12 +32,12 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def body(series: str, target: str, ref: str, upstream: str, failing: list[dict[str, str]],
+def body(series: str, target: str, ref: str, upstream: str, failing: list[verdict.Failing],
          tail: str) -> str:
     """The issue's text, within GitHub's limit: rows past it are counted, not shown; every
     message is inert (text.inert) and the output sits in a fence it cannot close."""
-    mine = sum(f.get("verdict") == verdict.SERIES for f in failing)
-    theirs = sum(f.get("verdict") == verdict.UPSTREAM for f in failing)
+    mine = sum(f.verdict == verdict.SERIES for f in failing)
+    theirs = sum(f.verdict == verdict.UPSTREAM for f in failing)
     head = [
         marker(series, target, ref, upstream), "",
         f"The carried series `{series}` applies cleanly to `{ref}` (`{upstream[:12]}`, target "
@@ -72,8 +58,8 @@ def body(series: str, target: str, ref: str, upstream: str, failing: list[dict[s
     room = text.LIMIT - text.size("\n".join(head + end)) - 300
     rows: list[str] = []
     for f in failing:
-        row = (f"| {text.code(f.get('test', '')[:300])} | {text.inert(f.get('verdict', ''))} "
-               f"| {text.inert(f.get('message', '')[:200])} |")
+        row = (f"| {text.code(f.test[:300])} | {text.inert(f.verdict)} "
+               f"| {text.inert(f.message[:200])} |")
         room -= text.size(row) + 1
         if room < 0:
             break
@@ -85,69 +71,13 @@ def body(series: str, target: str, ref: str, upstream: str, failing: list[dict[s
     return text.bounded("\n".join(head + rows + end) + "\n")
 
 
-def _find(ctx: Context, full: str, series: str, target: str
-          ) -> list[tuple[forgemod.IssueInfo, dict[str, str]]]:
-    out = []
-    for issue in repository.repo(ctx.forge(), full).open_issues(MARK):
-        fields = matches(issue.body, series, target)
-        if fields is None:
-            continue
-        if owned.issue_is_mine(ctx.forge(), issue):
-            out.append((issue, fields))
-        else:
-            owned.ignore_issue(ctx.forge(), full, issue,
-                               f"carry's failing-tests marker for {series} on {target}")
-    return out
-
-
-def track(ctx: Context, s: Series, target: str, row: Any) -> list[Action]:
-    from carry.job.shared import Action, forge_repo
-
-    full = forge_repo(s, ctx.opts)
+def track(ctx: Context, s: Series, target: str, row: Row) -> list[Action]:
     head = title(s.name, target, row.ref)
-    text = body(s.name, target, row.ref, row.onto, row.failing, getattr(row, "tail", ""))
-    act = Action(s.name, target, row.ref, "issue", "would-open" if ctx.opts.dry_run else "")
-    found = _find(ctx, full, s.name, target)
-    if found:
-        issue = found[0][0]
-        act.number, act.url = issue.number, issue.url
-        if (issue.title, issue.body) == (head, text):
-            act.action = "unchanged"
-        elif ctx.opts.dry_run:
-            act.action = "would-update"
-        else:
-            repository.repo(ctx.forge(), full).edit_issue(issue.number, title=head, body=text)
-            act.action = "updated"
-    elif not ctx.room(s):
-        act.action, act.note = "waiting", ctx.waiting_note("its failing-tests issue")
-    elif not ctx.opts.dry_run:
-        made = repository.repo(ctx.forge(), full).create_issue(head, text)
-        ctx.took(s)
-        act.action, act.number, act.url = "opened", made.number, made.url
-    else:
-        ctx.took(s)  # a dry run counts what it would open
-    return [act]
+    said = body(s.name, target, row.ref, row.onto, row.failing, row.tail)
+    return issues.keep(ctx, s, target, row, FAILING, (head, said))
 
 
-def close(ctx: Context, s: Series, target: Target, row: Any) -> list[Action]:
-    """Tests that pass close the issue, unless the failure it tracks is on a newer tag (two
-    tag cells of one run finish in any order), as a conflict's issue."""
-    from carry.job.shared import Action, forge_repo
-
-    full = forge_repo(s, ctx.opts)
-    out = []
-    for issue, fields in _find(ctx, full, s.name, target.name):
-        act = Action(s.name, target.name, row.ref, "issue", "would-close", issue.number,
-                     issue.url)
-        seen = fields.get("upstream", "")
-        if target.tags and ctx.repo.try_rev_parse(seen) and not ctx.repo.is_ancestor(
-                seen, row.onto):
-            act.action = "skipped"
-            act.note = f"left open: it tracks {fields.get('ref', seen)}, not contained in {row.ref}"
-        elif not ctx.opts.dry_run:
-            repository.repo(ctx.forge(), full).close_issue(issue.number, (
-                f"carry: the tests of `{s.name}` pass on `{row.ref}` (`{row.onto[:12]}`); "
-                "closing."))
-            act.action = "closed"
-        out.append(act)
-    return out
+def close(ctx: Context, s: Series, target: Target, row: Row) -> list[Action]:
+    """Tests that pass close the issue, unless the failure it tracks is on a newer tag."""
+    return issues.close(ctx, s, target, row, FAILING, (
+        f"carry: the tests of `{s.name}` pass on `{row.ref}` (`{row.onto[:12]}`); closing."))

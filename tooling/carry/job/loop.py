@@ -4,7 +4,7 @@ conflict opens or updates one tracking issue per (series, target), and so do fai
 (failing.py); a later clean run closes it with a comment. At most `open_limit` PRs and
 issues are opened per run; the rest wait for a later one. Every GitHub request goes through
 `publish/github.py`. Only the PRs and issues the token's own account opened are the loop's
-(owned.py): an issue someone else opened with the tracking marker is never edited or closed.
+(owned.py; issues.py for the issues).
 
 `--dry-run` reads (to tell "open" from "update") and writes nothing: no series version, no
 ref, no push, no request that writes.
@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING
 
 from carry.base.errors import CarryError
 from carry.git import Repo
-from carry.job import failing, tracking
-from carry.job.shared import Action, Context, Options, forge_repo
+from carry.job import failing, issues, tracking
+from carry.job.shared import Action, Context, Did, Options, forge_repo
 from carry.publish import github as forgemod
-from carry.publish import owned, repository
 from carry.publish import remote as remotemod
 from carry.series import store as seriesmod
 
@@ -50,13 +49,13 @@ def run(root: Path, repo: Repo, rows: list[Row], opts: Options) -> list[Action]:
         target = next((t for t in s.manifest.targets if t.name == name), None)
         if target is None:
             continue  # an ad-hoc --onto ref: no PR or issue belongs to it
-        clean = row.rebase == "applied" and row.validate.endswith("passed")
+        clean = row.rebase == "applied" and row.passed
         # a branch target's furthest point; a release tag's is no release: not carried
         partway = row.rebase == "conflict" and _partway(row) and bool(target.ref)
         steps: list[partial[list[Action]]] = []
         if row.rebase == "conflict" and opts.track_issues:
             steps.append(partial(_track, ctx, s, name, row))
-        if row.rebase == "applied" and getattr(row, "failing", None) and opts.track_issues:
+        if row.rebase == "applied" and row.failing and opts.track_issues:
             steps.append(partial(failing.track, ctx, s, name, row))
         if (clean or partway) and opts.open_pr:
             steps.append(partial(_refresh_and_pr, ctx, s, target, row))
@@ -67,7 +66,7 @@ def run(root: Path, repo: Repo, rows: list[Row], opts: Options) -> list[Action]:
             try:
                 actions += step()
             except CarryError as exc:
-                actions.append(Action(s.name, name, row.ref, "loop", "failed",
+                actions.append(Action(s.name, name, row.ref, "loop", Did.FAILED,
                                       note=exc.line()))
     return actions
 
@@ -81,7 +80,7 @@ def _refresh_and_pr(ctx: Context, s: seriesmod.Series, target: seriesmod.Target,
     from carry.rebase import command as rebase
     from carry.series import locks
 
-    act = Action(s.name, target.name, row.ref, "pr", "skipped")
+    act = Action(s.name, target.name, row.ref, "pr", Did.SKIPPED)
     if not (target.kind in ("release", "dev") or (not target.kind and target.tags)):
         act.note = f"target {target.name} is not a release or dev target"
         return [act]
@@ -97,14 +96,14 @@ def _refresh_and_pr(ctx: Context, s: seriesmod.Series, target: seriesmod.Target,
     found = [p for p in prmod.find_open(ctx.forge(), full, [s.name]) if p.base == pr_base] \
         if ctx.opts.dry_run or not ctx.room(s) else []
     if not found and not ctx.room(s):  # no PR to update, and no room to open one
-        act.action, act.note = "waiting", ctx.waiting_note("its PR")
+        act.action, act.note = Did.WAITING, ctx.waiting_note("its PR")
         return [act]
     if ctx.opts.dry_run:  # the PR `carry pr` would update: carry's, for this series alone
         step = (f"refresh to version {s.manifest.version + 1} on {row.ref}"
                 + (f" up to {onto[:12]}, " if _partway(row) else ", ") if base != onto else "")
         if not found:
             ctx.took(s)
-        act.action = "would-update" if found else "would-open"
+        act.action = Did.WOULD_UPDATE if found else Did.WOULD_OPEN
         act.number, act.url = (found[0].number, found[0].url) if found else (0, "")
         act.note = f"would {step}push {branch} to {remote}, PR against {pr_base}"
         return [act]
@@ -121,8 +120,8 @@ def _refresh_and_pr(ctx: Context, s: seriesmod.Series, target: seriesmod.Target,
         branch=branch, remote=remote, base=pr_base, forge_repo=full, access=ctx.opts.access,
         report_path=row.report or None, draft=True,
         push_token=forgemod.token_from_env(ctx.opts.token_env)))
-    act.action, act.number, act.url = done.action, done.number, done.url
-    if done.action == "opened":
+    act.action, act.number, act.url = Did(done.action), done.number, done.url
+    if act.action is Did.OPENED:
         ctx.took(s)
     version = result.refreshed.version if result.refreshed else None
     act.note = (f"series refreshed to version {version}; " if version else "") + \
@@ -134,7 +133,7 @@ def _refresh_and_pr(ctx: Context, s: seriesmod.Series, target: seriesmod.Target,
 def _partway(row: Row) -> bool:
     """A conflicting cell whose furthest point (`rebase --furthest`) passed its tests: its PR
     carries the series that far."""
-    return bool(row.furthest_head) and row.furthest_validate.endswith("passed")
+    return bool(row.furthest_head) and row.furthest_passed
 
 
 def _keep_published(repo: Repo, result: TargetResult, published_ref: str) -> None:
@@ -152,21 +151,6 @@ def _keep_published(repo: Repo, result: TargetResult, published_ref: str) -> Non
 # -- tracking issues -------------------------------------------------------------------------
 
 
-def _find(ctx: Context, full: str, series: str, target: str
-          ) -> list[tuple[forgemod.IssueInfo, dict[str, str]]]:
-    out = []
-    for issue in repository.repo(ctx.forge(), full).open_issues(tracking.MARK):
-        fields = tracking.matches(issue.body, series, target)
-        if fields is None:
-            continue
-        if owned.issue_is_mine(ctx.forge(), issue):
-            out.append((issue, fields))
-        else:
-            owned.ignore_issue(ctx.forge(), full, issue,
-                               f"carry's tracking marker for {series} on {target}")
-    return out
-
-
 def _track(ctx: Context, s: seriesmod.Series, target: str, row: Row) -> list[Action]:
     stop = row.stop
     if stop is None:
@@ -176,51 +160,12 @@ def _track(ctx: Context, s: seriesmod.Series, target: str, row: Row) -> list[Act
         s.name, target, row.ref, row.onto, base, stop.file, stop.subject, stop.author,
         list(stop.paths), ctx.repo.commits_touching(base, row.onto, stop.paths) if base else [],
         tracking.why_lines(row.why))
-    title, text = tracking.title(report), tracking.body(report)
-    full = forge_repo(s, ctx.opts)
-    act = Action(s.name, target, row.ref, "issue", "would-open" if ctx.opts.dry_run else "")
-    found = _find(ctx, full, s.name, target)
-    if found:
-        issue = found[0][0]
-        act.number, act.url = issue.number, issue.url
-        if len(found) > 1:
-            act.note = "also open: " + ", ".join(f"#{i.number}" for i, _ in found[1:])
-        if (issue.title, issue.body) == (title, text):
-            act.action = "unchanged"
-        elif ctx.opts.dry_run:
-            act.action = "would-update"
-        else:
-            repository.repo(ctx.forge(), full).edit_issue(issue.number, title=title, body=text)
-            act.action = "updated"
-    elif not ctx.room(s):
-        act.action, act.note = "waiting", ctx.waiting_note("its tracking issue")
-    elif not ctx.opts.dry_run:
-        made = repository.repo(ctx.forge(), full).create_issue(title, text)
-        ctx.took(s)
-        act.action, act.number, act.url = "opened", made.number, made.url
-    else:
-        ctx.took(s)  # a dry run counts what it would open
-    return [act]
+    return issues.keep(ctx, s, target, row, tracking.CONFLICT,
+                       (tracking.title(report), tracking.body(report)))
 
 
 def _close(ctx: Context, s: seriesmod.Series, target: seriesmod.Target,
            row: Row) -> list[Action]:
-    """A clean result closes the issue unless the conflict it tracks is on something newer
-    (two tag cells of one run finish in any order): a branch target's head is always the
-    newest, a tag's conflict is over when the clean commit contains it."""
-    full = forge_repo(s, ctx.opts)
-    out = []
-    for issue, fields in _find(ctx, full, s.name, target.name):
-        act = Action(s.name, target.name, row.ref, "issue", "would-close", issue.number,
-                     issue.url)
-        seen = fields.get("upstream", "")
-        if target.tags and ctx.repo.try_rev_parse(seen) and not ctx.repo.is_ancestor(
-                seen, row.onto):
-            act.action = "skipped"
-            act.note = f"left open: it tracks {fields.get('ref', seen)}, not contained in {row.ref}"
-        elif not ctx.opts.dry_run:
-            repository.repo(ctx.forge(), full).close_issue(issue.number,
-                                    tracking.closing_comment(s.name, row.ref, row.onto))
-            act.action = "closed"
-        out.append(act)
-    return out
+    """A clean result closes the conflict's issue, unless it tracks something newer."""
+    return issues.close(ctx, s, target, row, tracking.CONFLICT,
+                        tracking.closing_comment(s.name, row.ref, row.onto))

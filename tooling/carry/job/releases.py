@@ -16,6 +16,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from packaging.utils import (
@@ -37,6 +38,16 @@ from carry.series.store import Series, Target
 PEP691 = "application/vnd.pypi.simple.v1+json"
 
 
+class Seen(StrEnum):
+    """Where a release of upstream stands for a series' target."""
+
+    PENDING = "pending"  # tagged, not validated yet
+    VALIDATED = "validated"  # the ledger holds it
+    WAITING = "waiting for the tag"  # on the package index, not tagged yet
+    YANKED = "yanked"
+    MISSING = "missing"  # a branch target that is not in the repository
+
+
 @dataclass
 class Release:
     series: str
@@ -45,7 +56,7 @@ class Release:
     version: str  # "" for a branch head
     ref: str  # the tag or branch ("" while waiting for the tag)
     commit: str
-    status: str  # pending | validated | waiting for the tag | yanked | missing
+    status: Seen
 
 
 @dataclass
@@ -211,15 +222,14 @@ def _tag_releases(series: Series, repo: Repo, ledger: Ledger, t: Target,
     rows: list[Release] = []
     for v in chosen:
         commit = commits[tags[v]]
-        status = ("yanked" if v in yanked else
-                  "validated" if ledger.holds(name, t.name, commit) else "pending")
+        status = (Seen.YANKED if v in yanked else
+                  Seen.VALIDATED if ledger.holds(name, t.name, commit) else Seen.PENDING)
         rows.append(Release(name, t.name, t.kind, str(v), tags[v], commit, status))
     low = floor if floor is not None else max(tags, default=None)
     for r in index:
         wanted = t.prereleases or not r.version.is_prerelease
         if r.version not in tags and not r.yanked and wanted and (low is None or r.version > low):
-            rows.append(Release(name, t.name, t.kind, str(r.version), "", "",
-                                "waiting for the tag"))
+            rows.append(Release(name, t.name, t.kind, str(r.version), "", "", Seen.WAITING))
     return sorted(rows, key=lambda r: Version(r.version))
 
 
@@ -238,8 +248,8 @@ def _tag_commits(repo: Repo, pattern: str) -> dict[str, str]:
 def _branch_release(series: Series, repo: Repo, ledger: Ledger, t: Target) -> Release:
     commit = repo.try_rev_parse(t.ref)
     if commit is None:
-        return Release(series.name, t.name, t.kind, "", t.ref, "", "missing")
-    status = "validated" if ledger.holds(series.name, t.name, commit) else "pending"
+        return Release(series.name, t.name, t.kind, "", t.ref, "", Seen.MISSING)
+    status = Seen.VALIDATED if ledger.holds(series.name, t.name, commit) else Seen.PENDING
     return Release(series.name, t.name, t.kind, "", t.ref, commit, status)
 
 

@@ -24,14 +24,14 @@ from carry.base import notes
 from carry.base.errors import CarryError
 from carry.job import board as boardmod
 from carry.job.board import Board, Cell
-from carry.job.shared import furthest_line
+from carry.job.shared import Action, Did, forge_repo, furthest_line
 from carry.publish import github as forgemod
 from carry.publish import owned, repository
 from carry.series import store as seriesmod
 
 if TYPE_CHECKING:
     from carry.git import Repo
-    from carry.job.shared import Action, Options
+    from carry.job.shared import Options, Row
 
 
 SHOWN = 10  # failing tests a cell lists: the rest are in its issue (300 would pass the limit)
@@ -57,8 +57,6 @@ class Steering:
 
 def repo_of(series: Sequence[seriesmod.Series], opts: Options) -> str:
     """The one repository the dashboard lives in: --forge-repo, else the series' fork."""
-    from carry.job.shared import forge_repo
-
     found = sorted({forge_repo(s, opts) for s in series})
     if len(found) > 1:
         raise CarryError("--dashboard keeps one issue, but the series name several "
@@ -121,7 +119,7 @@ def _verified(forge: forgemod.Forge, full: str, issue: forgemod.IssueInfo) -> Bo
                 boardmod.apply(board, changed)
             else:
                 who = f"`{editor}`" if editor else "an account GitHub no longer names"
-                line = (f"{who} ({boardmod._when(at) if at else 'time unknown'}) has no write "
+                line = (f"{who} ({boardmod.when(at) if at else 'time unknown'}) has no write "
                         f"access to {full}: {len(changed)} box(es) put back")
                 notes.warn(f"dashboard {full}#{issue.number}: {line}")
                 board.ignored = [*board.ignored, line][-3:]
@@ -132,7 +130,7 @@ def _verified(forge: forgemod.Forge, full: str, issue: forgemod.IssueInfo) -> Bo
 # -- this run's results onto the board --------------------------------------------------------
 
 
-def update(st: Steering, root: Path, repo: Repo, rows: Sequence[Any],
+def update(st: Steering, root: Path, repo: Repo, rows: Sequence[Row],
            actions: Sequence[Action], limit: int, now: str) -> Board:
     """The next board: every series and target (`read` checked they share the repository),
     this run's rows and actions over what the board held; a retry that ran is unticked."""
@@ -161,7 +159,7 @@ def update(st: Steering, root: Path, repo: Repo, rows: Sequence[Any],
     return new
 
 
-def _take(cell: Cell, row: Any, retried: bool, now: str) -> None:
+def _take(cell: Cell, row: Row, retried: bool, now: str) -> None:
     state, details = _state(row)
     details += [furthest_line(row)] if getattr(row, "furthest_head", "") else []  # it moved
     same = (cell.ref, cell.upstream, cell.state, cell.details) == (
@@ -169,14 +167,14 @@ def _take(cell: Cell, row: Any, retried: bool, now: str) -> None:
     cell.ref, cell.upstream, cell.state, cell.details = row.ref or row.onto, row.onto, state, \
         details
     if not same or retried or not cell.time:
-        cell.time = getattr(row, "time", "") or now
+        cell.time = row.time or now
 
 
-def _state(row: Any) -> tuple[str, list[str]]:
+def _state(row: Row) -> tuple[str, list[str]]:
     """What a row says, in the words of the table: the root conflicts and what caused each
     (the replay's `why`, when it names them), the failing tests with their verdict."""
     if row.rebase == "conflict":
-        why = [w for w in getattr(row, "why", None) or [] if isinstance(w, dict)]
+        why = [w for w in row.why if isinstance(w, dict)]
         roots = [w for w in why if not w.get("builds_on")]
         if roots:
             lines = [f"root {_root(w)}" for w in roots]
@@ -189,14 +187,14 @@ def _state(row: Any) -> tuple[str, list[str]]:
             f"would conflict: {w}" for w in row.would_conflict]
     if row.rebase != "applied":
         return row.rebase, [row.summary] if row.summary else []
-    if row.validate.endswith("passed"):
+    if row.passed:
         return "validated", []
-    failing = [f for f in getattr(row, "failing", None) or [] if isinstance(f, dict)]
+    failing = row.failing
     if failing:
-        shown = [f"`{f.get('test', '')}`: {f.get('verdict', '')}" for f in failing[:SHOWN]]
+        shown = [f"`{f.test}`: {f.verdict}" for f in failing[:SHOWN]]
         rest = [f"{len(failing) - SHOWN} more in its issue"] if len(failing) > SHOWN else []
         return "tests failing", shown + rest
-    return row.validate.removeprefix("cached "), [row.summary] if row.summary else []
+    return row.validation, [row.summary] if row.summary else []
 
 
 def _root(w: dict[str, Any]) -> str:
@@ -211,17 +209,17 @@ def _root(w: dict[str, Any]) -> str:
 
 
 def _act(board: Board, act: Action) -> None:
-    if act.kind == "pr" and act.number and act.action in ("opened", "updated", "unchanged"):
+    if act.kind == "pr" and act.number and act.action.kept:
         board.prs[act.series] = act.number
     cell = board.cell(act.series, act.target)
     if cell is None:
         return
-    if act.action == "waiting":
+    if act.action is Did.WAITING:
         cell.waiting = act.note
     elif act.kind == "issue" and act.number:
-        if act.action in ("opened", "updated", "unchanged"):
+        if act.action.kept:
             cell.issue = act.number
-        elif act.action == "closed" and cell.issue == act.number:
+        elif act.action is Did.CLOSED and cell.issue == act.number:
             cell.issue = 0
 
 
@@ -243,7 +241,7 @@ def _pending(s: seriesmod.Series, repo: Repo) -> dict[str, list[str]]:
         return {}
     out: dict[str, list[str]] = {}
     for r in found:
-        if r.status in ("waiting for the tag", "yanked"):
+        if r.status in (releases.Seen.WAITING, releases.Seen.YANKED):
             out.setdefault(r.target, []).append(f"{r.version or r.ref}: {r.status}")
     return out
 
@@ -253,22 +251,20 @@ def _pending(s: seriesmod.Series, repo: Repo) -> dict[str, list[str]]:
 
 def publish(st: Steering, new: Board, dry_run: bool, now: str) -> Action:
     """Open the dashboard, or edit it when its text changed; `last_run` moves only then."""
-    from carry.job.shared import Action
-
     text = boardmod.render(new)
     current = st.issue.body if st.issue else ""
     if st.issue is not None and (st.issue.title, current) == (boardmod.TITLE, text):
-        return Action("", "", "", "dashboard", "unchanged", st.issue.number, st.issue.url)
+        return Action("", "", "", "dashboard", Did.UNCHANGED, st.issue.number, st.issue.url)
     new.last_run = now
     text = boardmod.render(new)
     forge = st.forge
     assert forge is not None
     if st.issue is None:
         if dry_run:
-            return Action("", "", "", "dashboard", "would-open")
+            return Action("", "", "", "dashboard", Did.WOULD_OPEN)
         made = repository.repo(forge, st.repo).create_issue(boardmod.TITLE, text)
-        return Action("", "", "", "dashboard", "opened", made.number, made.url)
+        return Action("", "", "", "dashboard", Did.OPENED, made.number, made.url)
     if dry_run:
-        return Action("", "", "", "dashboard", "would-update", st.issue.number, st.issue.url)
+        return Action("", "", "", "dashboard", Did.WOULD_UPDATE, st.issue.number, st.issue.url)
     repository.repo(forge, st.repo).edit_issue(st.issue.number, title=boardmod.TITLE, body=text)
-    return Action("", "", "", "dashboard", "updated", st.issue.number, st.issue.url)
+    return Action("", "", "", "dashboard", Did.UPDATED, st.issue.number, st.issue.url)

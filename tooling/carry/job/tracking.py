@@ -1,25 +1,25 @@
 """The tracking issue of a (series, target) that stopped applying: its marker and its text.
 
-The issue is found again by a marker on a line of its own at the top of the body,
-`<!-- carry:tracking series=NAME target=TARGET ref=REF upstream=SHA -->`, parsed into its
-fields, so a person quoting the marker in prose, or an issue of another series whose name
-contains this one's, never matches. The text holds nothing that changes between two runs on
-the same upstream commit, so a run that finds nothing new sends no edit.
+The issue is found again by its marker, `<!-- carry:tracking series=NAME target=TARGET
+ref=REF upstream=SHA -->` (issues.py finds, opens, edits and closes it, as it does the
+failing-tests issue). The text holds nothing that changes between two runs on the same
+upstream commit, so a run that finds nothing new sends no edit.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, unquote
 
 from carry.git import LogEntry
+from carry.job.issues import Marker
 
-MARK = "<!-- carry:tracking "
-_LINE = re.compile(r"^<!-- carry:tracking((?: [A-Za-z]+=[^\s]*)+) -->$", re.M)
-_SAFE = "@/._+-"  # kept readable; anything else (spaces, '>') is %-quoted
+CONFLICT = Marker("tracking", "carry's tracking marker", "its tracking issue", others=True)
+MARK = CONFLICT.prefix
+marker = CONFLICT.line
+parse = CONFLICT.parse
+matches = CONFLICT.matches
 
 
 @dataclass
@@ -41,27 +41,6 @@ def why_lines(entries: Sequence[Any]) -> list[str]:
     """The lines of a `replay.why.explain` list (root conflicts first); one read back from a
     cell's summary.json may hold anything, so only well-formed entries count."""
     return [str(w["text"]) for w in entries if isinstance(w, dict) and "text" in w]
-
-
-def marker(series: str, target: str, ref: str, upstream: str) -> str:
-    fields = {"series": series, "target": target, "ref": ref, "upstream": upstream}
-    return MARK + " ".join(f"{k}={quote(v, safe=_SAFE)}" for k, v in fields.items()) + " -->"
-
-
-def parse(body: str) -> dict[str, str] | None:
-    """The marker's fields, or None when the body has no well-formed carry marker."""
-    m = _LINE.search(body.replace("\r\n", "\n"))  # GitHub's web editor saves CRLF
-    if m is None:
-        return None
-    pairs = (kv.split("=", 1) for kv in m.group(1).split())
-    return {k: unquote(v) for k, v in pairs}
-
-
-def matches(body: str, series: str, target: str) -> dict[str, str] | None:
-    fields = parse(body)
-    if fields and fields.get("series") == series and fields.get("target") == target:
-        return fields
-    return None
 
 
 def title(r: ConflictReport) -> str:

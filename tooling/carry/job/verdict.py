@@ -11,13 +11,13 @@ breakage; one that passes there (or does not exist without the series) is the se
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from carry.base import redact
 from carry.base.errors import CarryError
 from carry.git import Repo
 from carry.series.store import Series
-from carry.validate.results import Report
+from carry.validate.results import Report, StepKind
 
 UPSTREAM = "fails on upstream too"
 SERIES = "fails only with the series"
@@ -32,9 +32,19 @@ _TIME = re.compile(r" in \d+(?:\.\d+)?s(?: \(\d+:\d\d:\d\d\))?")
 _SPACE = re.compile(r"(\s+)")
 
 
+@dataclass
+class Failing:
+    """A failing test, and whether it fails without the series too (the defaults: a
+    summary.json someone else wrote may leave a key out)."""
+
+    test: str = ""  # pytest's node id
+    message: str = ""
+    verdict: str = ""  # UPSTREAM | SERIES | "not known: why"
+
+
 def triage(s: Series, repo: Repo, onto: str, head: str, report: Report, engine: str,
-           python: str | None) -> list[dict[str, str]]:
-    """One entry per failing test id: {test, message, verdict}."""
+           python: str | None) -> list[Failing]:
+    """One entry per failing test id."""
     from carry.validate import plan
     from carry.validate import run as validate
     from carry.validate.baseline import baseline_commit
@@ -54,21 +64,20 @@ def triage(s: Series, repo: Repo, onto: str, head: str, report: Report, engine: 
         base = validate.run(alone, repo, validate.Request(
             commit=f"{onto}..{commit}", engine=engine, python=python, record=False))
     except CarryError as exc:
-        return [{"test": t, "message": m, "verdict": f"not known: {exc.line()}"}
-                for t, m in failing.items()]
+        return [Failing(t, m, f"not known: {exc.line()}") for t, m in failing.items()]
     outcomes = base.tests.outcomes if base.tests else {}
     out = []
     for test, message in failing.items():
         seen = outcomes.get(test) or outcomes.get(test.split("::", 1)[0])  # or its module's
-        verdict = UPSTREAM if seen in ("failed", "error") else SERIES
-        out.append({"test": test, "message": message, "verdict": verdict})
+        verdict = UPSTREAM if seen is not None and seen.bad else SERIES
+        out.append(Failing(test, message, verdict))
     return out
 
 
 def tail(report: Report, lines: int = TAIL_LINES) -> str:
     """The end of the pytest step's output, scrubbed, without what differs between two runs
     of the same failure (the durations, the throw-away checkout's path)."""
-    step = next((x for x in report.steps if x.kind == "pytest" and x.log), None)
+    step = next((x for x in report.steps if x.kind is StepKind.PYTEST and x.log), None)
     if step is None:
         return ""
     try:

@@ -18,6 +18,7 @@ from typing import Any
 from carry.publish.text import code
 from carry.series import patches as patchmod
 from carry.series.store import Series
+from carry.validate.results import Status
 
 MARKER = "<!-- carry:series={names} -->"
 MARKER_RE = re.compile(r"<!-- carry:series=([\w.,-]+) -->")
@@ -204,7 +205,7 @@ def _test_result(report: Report | None, pushed: Pushed | None = None) -> str:
     if report is None:
         return "No validation report of this tree was given."
     out = []
-    if report.get("status") != "passed":
+    if report.get("status") != Status.PASSED:
         out.append(f"**This validation {report.get('status')}**, and the PR is published "
                    "with `--allow-failed`.")
     base = report.get("baseline")
@@ -287,7 +288,7 @@ def _checklist(series_list: list[Series], reports: dict[str, Report | None],
         ("The purpose and the distinction from related PRs are described above.",
          all(described(s) for s in series_list)),
         ("Test commands and current results are included.",
-         all(r is not None and r.get("status") == "passed" for r in tested)),
+         all(r is not None and r.get("status") == Status.PASSED for r in tested)),
         ("The tests ran in an image pinned by digest.",
          all(r is not None and "@sha256:" in str(r.get("image", "")) for r in tested)),
         ("Every commit carries the trailers the policy requires, or a named exception.",

@@ -151,8 +151,9 @@ class Forge:
         )
         return cls(url, gh, max_wait=max(0.0, max_wait))
 
-    def _repo(self, full_name: str) -> Any:
-        """The repository, read once per run: a missing one fails on the first call."""
+    def gh_repo(self, full_name: str) -> Any:
+        """The PyGithub repository (for repository.py), read once per run: a missing one fails
+        on the first call."""
         if full_name not in self._repos:
             from carry.series.manifest import check_repo
 

@@ -22,6 +22,7 @@ from carry.publish import remote as remotemod
 from carry.series import dco
 from carry.series import patches as patchmod
 from carry.series.store import Series
+from carry.validate.results import Status
 
 
 @dataclass
@@ -136,7 +137,7 @@ def reports_for(series_list: list[Series], repo: Repo, branch: str, commit: str,
                        f"not quoted (carry validate {s.name} --commit {branch})")
             out[s.name] = None
     for name, found in out.items():
-        if found is not None and found.get("status") != "passed" and not allow_failed:
+        if found is not None and found.get("status") != Status.PASSED and not allow_failed:
             raise CarryError(f"the validation of {name} on this tree {found.get('status')}: "
                              f"{found.get('summary', '')}",
                              hint="fix it, or pass --allow-failed to publish the failure")

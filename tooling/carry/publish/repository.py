@@ -81,7 +81,7 @@ class GitHubRepo:
     _gh: Any = field(repr=False, default=None)
 
     def _gh_repo(self) -> Any:
-        return self.forge._repo(self.name)
+        return self.forge.gh_repo(self.name)
 
     # -- pulls -----------------------------------------------------------------------------
 

@@ -156,11 +156,25 @@ class _Commits:
         return [pid for pid, _ in self.repo.change_ids(mb, head)]
 
 
-def _evaluate(series: Series, p: forgemod.PullInfo, by: forgemod.PullInfo, forge_repo: str,
-              base: str, commits: _Commits | None, ids: dict[str, str],
-              by_ids: set[str] | None, opts: Options) -> Looked:
+@dataclass(frozen=True)
+class _Against:
+    """What every open PR is weighed against: the superseding PR `by` on `base`, and, when
+    `--repo` lets the patches be compared, its commits' and the series' patch ids."""
+
+    series: Series
+    forge_repo: str
+    by: forgemod.PullInfo
+    base: str
+    opts: Options
+    commits: _Commits | None = None  # None: patches not compared (no --repo)
+    ids: dict[str, str] = field(default_factory=dict)  # the series': patch-id -> name/file
+    by_ids: set[str] | None = None  # `by`'s patch ids, when its commits could be read
+
+
+def _evaluate(a: _Against, p: forgemod.PullInfo) -> Looked:
+    series, by, commits, ids = a.series, a.by, a.commits, a.ids
     names = prbody.marked_series(p.body)
-    prov = _provenance(series, forge_repo, p.number)
+    prov = _provenance(series, a.forge_repo, p.number)
     theirs = commits.of(p.number) if commits is not None else None
     matched = []
     if series.name in names:
@@ -179,14 +193,14 @@ def _evaluate(series: Series, p: forgemod.PullInfo, by: forgemod.PullInfo, forge
     others = [n for n in names if n != series.name]
     if prov is not None and prov.role == "consolidated":
         look.why = "it is the manifest's consolidated PR"
-    elif prov is not None and prov.role in PROTECTED_ROLES and not opts.include_origin:
+    elif prov is not None and prov.role in PROTECTED_ROLES and not a.opts.include_origin:
         look.why = f"provenance role {prov.role}: closed only with --include-origin"
-    elif p.base != base:
-        look.why = f"targets {p.base}, not {base}"
+    elif p.base != a.base:
+        look.why = f"targets {p.base}, not {a.base}"
     elif others:
         look.why = f"also carries series {', '.join(others)}"
     else:
-        look.why = _containment(series, p, by, prov, theirs, by_ids, commits is not None)
+        look.why = _containment(series, p, by, prov, theirs, a.by_ids, commits is not None)
         look.verdict = "keep" if look.why else "close"
         look.why = look.why or f"every commit is in #{by.number}"
     return look
@@ -331,17 +345,16 @@ def run(series: Series, forge_repo: str, by_number: int, repo: Repo | None,
         result.dry_run = True
         result.waiting = f"#{by.number} is not merged yet: nothing is closed until it is"
         return result
-    commits = ids = by_ids = None
+    against = _Against(series, forge_repo, by, target, opts)
     if repo is not None and pulls_remote is not None:
         base_commit = remotemod.base_commit(repo, pulls_remote, target)
         commits = _Commits(repo, pulls_remote.name, base_commit)
-        ids = _series_ids(repo, series)
         theirs = commits.of(by.number)
-        by_ids = set(theirs) if theirs is not None else None
+        against = dataclasses.replace(against, commits=commits, ids=_series_ids(repo, series),
+                                      by_ids=set(theirs) if theirs is not None else None)
     for p in repository.repo(forge, forge_repo).open_pulls():
         if p.number != by.number:
-            result.pulls.append(_evaluate(series, p, by, forge_repo, target, commits, ids or {},
-                                          by_ids, opts))
+            result.pulls.append(_evaluate(against, p))
     closing = [x for x in result.pulls if x.verdict == "close"]
     result.closing = [x.number for x in closing]
     result.unrecorded = _unrecorded(forge, series, forge_repo, by)

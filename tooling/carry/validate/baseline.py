@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from carry.git import Ident, Repo
-from carry.validate.results import Baseline, TestRun, summary_line
+from carry.validate.results import Baseline, Outcome, TestRun, summary_line
 
 _CARRY = Ident("carry validate", "carry@localhost", "0 +0000")
 MESSAGE = b"carry validate --baseline: the series' test files on the unfixed base\n"
@@ -81,12 +81,12 @@ def judge(repo: Repo, onto: str, head_commit: str, commit: str, files: list[str]
     broken: list[str] = []
     why = {f.test: f.message for f in base.failures}
     for test, outcome in base.outcomes.items():
-        if "::" not in test and outcome == "error":
+        if "::" not in test and outcome is Outcome.ERROR:
             # The whole module did not collect on the base: its tests never ran there.
             mine = [h for h in head.outcomes if h.split("::", 1)[0] == test]
             ours = [h for h in mine if changed(h)]
             for h in ours:
-                (proven if head.outcomes[h] == "passed" else both).append(h)
+                (proven if head.outcomes[h] is Outcome.PASSED else both).append(h)
             if not mine:
                 both.append(test)
             broken.append(f"{test} did not import on the unfixed base"
@@ -96,9 +96,9 @@ def judge(repo: Repo, onto: str, head_commit: str, commit: str, files: list[str]
             continue
         if not changed(test):
             continue
-        if outcome in ("failed", "error"):
-            (proven if head.outcomes.get(test) == "passed" else both).append(test)
-        elif outcome == "passed":
+        if outcome.bad:
+            (proven if head.outcomes.get(test) is Outcome.PASSED else both).append(test)
+        elif outcome is Outcome.PASSED:
             passes.append(test)
     flagged = not proven
     note = ("no test of the series fails without the fix: its tests do not prove it"

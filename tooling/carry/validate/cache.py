@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from carry.base import untrusted
 from carry.base.atomic import write_json
+from carry.base.data import to_data
 from carry.base.errors import CarryError
+
+if TYPE_CHECKING:
+    from carry.validate.results import Report
 
 SCHEMA = 2  # 2: the plan holds env and allow_empty; the baseline proves less
 
@@ -28,23 +33,23 @@ def _path(root: Path, k: str) -> Path:
     return root / (k.removeprefix("sha256:") + ".json")
 
 
-def load(root: Path, k: str) -> dict[str, Any] | None:
+def load(root: Path, k: str) -> Report | None:
     """The report stored under `k`; a missing, damaged or foreign entry is a miss (the run
     then stores a good one over it), never an error."""
     from carry.validate.results import Report
 
     try:
-        data: dict[str, Any] = untrusted.read_json(_path(root, k), dict, missing_ok=True)
+        data = untrusted.read_json(_path(root, k), dict, missing_ok=True)
         if data is None or data.get("cache_key") != k:
             return None
-        Report.from_data(data)  # every field of its type
+        return Report.from_data(data)  # every field of its type
     except (CarryError, ValueError):
         return None
-    return data
 
 
-def store(root: Path, k: str, data: dict[str, Any]) -> None:
-    write_json(_path(root, k), data)  # atomic: a crash never leaves half a report
+def store(root: Path, k: str, report: Report) -> None:
+    """`report` under `k`, which it names as its key."""
+    write_json(_path(root, k), to_data(replace(report, cache_key=k)))  # atomic: never half
 
 
 def link(root: Path, early: str, k: str) -> None:
@@ -53,7 +58,7 @@ def link(root: Path, early: str, k: str) -> None:
     write_json(root / ("early-" + early.removeprefix("sha256:") + ".json"), {"key": k})
 
 
-def follow(root: Path, early: str) -> dict[str, Any] | None:
+def follow(root: Path, early: str) -> Report | None:
     """The report `link` tied to `early`, if both are still there."""
     try:
         link = untrusted.read_json(root / ("early-" + early.removeprefix("sha256:") + ".json"),

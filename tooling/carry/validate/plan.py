@@ -16,6 +16,7 @@ from typing import Any
 
 from carry.base.errors import CarryError
 from carry.series.store import Hook, TestPlan
+from carry.validate.results import StepKind
 
 PRECOMMIT_CONFIG = ".pre-commit-config.yaml"
 DEFAULT_STAGE = "pre-commit"
@@ -155,7 +156,7 @@ class StepSpec:
     """One step, before it runs. `argv` is exactly what runs (in the worktree named by `tree`);
     an empty argv is a step carry does itself (the diff check) or cannot run (a missing hook)."""
 
-    kind: str  # install | pytest | hook | diff-check | baseline
+    kind: StepKind
     name: str
     argv: tuple[str, ...]
     tree: str = "head"  # head | baseline
@@ -244,10 +245,10 @@ def build(
     """
     steps: list[StepSpec] = []
     if plan.requirements:
-        steps.append(StepSpec("install", "install",
+        steps.append(StepSpec(StepKind.INSTALL, "install",
                               (python, "-m", "pip", "install", "-q", *plan.requirements)))
     if plan.suites:
-        steps.append(StepSpec("pytest", "pytest", (
+        steps.append(StepSpec(StepKind.PYTEST, "pytest", (
             python, "-m", "pytest", *plan.pytest_args, *plan.suites, f"--junitxml={junit}")))
     for d in hooks:
         argv: tuple[str, ...] = ()
@@ -255,11 +256,11 @@ def build(
             argv = ("pre-commit", "run", *([d.run_id] if d.run_id else []),
                     *(["--hook-stage", d.stage] if d.stage else []), "--files",
                     *_as_files(changed))
-        steps.append(StepSpec("hook", f"hook {d.label}", argv, hook=d,
+        steps.append(StepSpec(StepKind.HOOK, f"hook {d.label}", argv, hook=d,
                               display="" if argv else f"pre-commit run {d.requested}"))
     if plan.diff_check:
         a, b = diff_range
-        steps.append(StepSpec("diff-check", "git diff --check", (),
+        steps.append(StepSpec(StepKind.DIFF_CHECK, "git diff --check", (),
                               display=f"git diff --check {a[:12]} {b[:12]}"))
     tests: tuple[str, ...] = ()
     if baseline is not None:
@@ -267,7 +268,7 @@ def build(
         if tests:
             # A module that imports what the fix adds cannot collect on the base; without this
             # flag pytest stops there and the series' other tests never run.
-            steps.append(StepSpec("baseline", "baseline pytest", (
+            steps.append(StepSpec(StepKind.BASELINE, "baseline pytest", (
                 python, "-m", "pytest", *plan.pytest_args, "--continue-on-collection-errors",
                 *tests, f"--junitxml={xml}"),
                 tree="baseline"))

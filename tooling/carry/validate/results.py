@@ -9,11 +9,45 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 _WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 OTHER = "(outside the planned suites)"
+
+
+class Status(StrEnum):
+    """A step's or a whole run's outcome. A StrEnum: the JSON and the cache keep the words."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    MISSING = "missing"  # a hook the plan names that the tree's config does not have
+    SKIPPED = "skipped"  # pytest when the requirements did not install
+    NOT_INSTALLED = "not-installed"  # a hook environment pre-commit could not install
+
+
+class StepKind(StrEnum):
+    """What a step runs."""
+
+    INSTALL = "install"
+    PYTEST = "pytest"
+    HOOK = "hook"
+    DIFF_CHECK = "diff-check"
+    BASELINE = "baseline"
+
+
+class Outcome(StrEnum):
+    """One test's outcome, as its JUnit entry says."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+    @property
+    def bad(self) -> bool:
+        return self in (Outcome.FAILED, Outcome.ERROR)
 
 
 def number_word(n: int) -> str:
@@ -41,7 +75,7 @@ class SuiteCounts:
 @dataclass
 class Failure:
     test: str  # pytest's node id, e.g. tests/test_core.py::TestX::test_y[1]
-    kind: str  # failed | error
+    kind: Outcome  # FAILED | ERROR
     message: str
 
 
@@ -51,7 +85,7 @@ class TestRun:
 
     suites: list[SuiteCounts] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
-    outcomes: dict[str, str] = field(default_factory=dict)  # node id -> passed|failed|...
+    outcomes: dict[str, Outcome] = field(default_factory=dict)  # node id -> its outcome
 
     def totals(self) -> SuiteCounts:
         t = SuiteCounts("all")
@@ -107,8 +141,8 @@ def parse_junit(xml: Path, suites: Sequence[str], tree: Path) -> TestRun:
             results = list(case.result)
             bad = next((r for r in results if isinstance(r, Error | JFailure)), None)
             if bad is not None:
-                kind = "error" if isinstance(bad, Error) else "failed"
-                if kind == "error":
+                kind = Outcome.ERROR if isinstance(bad, Error) else Outcome.FAILED
+                if kind is Outcome.ERROR:
                     c.errors += 1
                 else:
                     c.failed += 1
@@ -118,14 +152,14 @@ def parse_junit(xml: Path, suites: Sequence[str], tree: Path) -> TestRun:
                 run.failures.append(Failure(test, kind, message.splitlines()[0] if message
                                             else ""))
                 # pytest reports a teardown error as a second entry for a test that passed
-                if run.outcomes.get(test) in (None, "passed"):
+                if run.outcomes.get(test) in (None, Outcome.PASSED):
                     run.outcomes[test] = kind
             elif any(isinstance(r, Skipped) for r in results):
                 c.skipped += 1
-                run.outcomes.setdefault(test, "skipped")
+                run.outcomes.setdefault(test, Outcome.SKIPPED)
             else:
                 c.passed += 1
-                run.outcomes.setdefault(test, "passed")
+                run.outcomes.setdefault(test, Outcome.PASSED)
     run.suites = [c for c in counts.values() if c.suite != OTHER or c.total]
     return run
 
@@ -160,10 +194,10 @@ def summary_line(run: TestRun | None, planned: int, noun: str = "suite") -> str:
 
 @dataclass
 class StepResult:
-    kind: str  # install | pytest | hook | diff-check | baseline
+    kind: StepKind
     name: str
     command: str
-    status: str  # passed | failed | missing | skipped
+    status: Status
     returncode: int | None = None
     seconds: float = 0.0
     log: str = ""
@@ -171,7 +205,7 @@ class StepResult:
 
     @property
     def ok(self) -> bool:
-        return self.status == "passed"
+        return self.status is Status.PASSED
 
 
 @dataclass
@@ -207,7 +241,7 @@ class Report:
     tests: TestRun | None
     suites: list[str]
     summary: str
-    status: str  # passed | failed
+    status: Status  # PASSED | FAILED
     cache_key: str
     run_dir: str
     started: str
@@ -221,7 +255,7 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.status == "passed" else 1
+        return 0 if self.status is Status.PASSED else 1
 
     @classmethod
     def from_data(cls, d: dict[str, Any]) -> Report:

@@ -25,7 +25,14 @@ from carry.git import Repo
 from carry.series.store import Series
 from carry.validate import baseline as proof
 from carry.validate import cache, engines, plan, steps
-from carry.validate.results import Report, TestRun, parse_junit, summary_line
+from carry.validate.results import (
+    Report,
+    Status,
+    StepKind,
+    TestRun,
+    parse_junit,
+    summary_line,
+)
 from carry.validate.steps import Progress
 
 
@@ -151,7 +158,7 @@ def run(series: Series, repo: Repo, req: Request) -> Report:
     if req.use_cache and early:
         hit = cache.follow(store, early)
         if hit is not None:
-            return _answer(repo, series, hit, hit.get("head", ""), record=req.record)
+            return _answer(repo, series, hit, hit.head, record=req.record)
     t = resolve_target(series, repo, req.onto, req.commit)
     _check_suites(series, repo, t)
     test_files = [p for p in repo.changed_files(t.onto, t.head, deleted=True)
@@ -171,20 +178,20 @@ def run(series: Series, repo: Repo, req: Request) -> Report:
     atomic.write_json(Path(report.run_dir) / "report.json", data)
     if req.record:
         atomic.write_json(last_report_path(repo, series.name), data)
-    if all(r.status != steps.NOT_INSTALLED and (r.kind != "install" or r.ok)
+    if all(r.status is not Status.NOT_INSTALLED and (r.kind is not StepKind.INSTALL or r.ok)
            for r in report.steps):
         # a failed install is the network's, not the series': never cached
         after = _inputs(engine, series, req.allow_no_tests)  # as the install left it
         for ins in [inputs] + ([after] if after != inputs else []):
             k = cache.key({**trees, **ins})
-            cache.store(store, k, {**data, "cache_key": k})
+            cache.store(store, k, report)
             if early:
                 cache.link(store, _early_key(series, repo, req.onto or "", req.baseline, ins),
                            k)
     return report
 
 
-def _fresh(series: Series, repo: Repo, req: Request, engine: engines.Engine, t: Any,
+def _fresh(series: Series, repo: Repo, req: Request, engine: engines.Engine, t: Target,
            found: tuple[list[str], str, str]) -> Report:
     """Run the plan on the target in throw-away worktrees: the steps, then the JUnit counts
     and (with a baseline) which tests the change proves."""
@@ -231,7 +238,7 @@ def _fresh(series: Series, repo: Repo, req: Request, engine: engines.Engine, t: 
         head=t.head, head_tree=repo.rev_parse(t.head, "tree"), engine=engine.name,
         image=tp.image if engine.name != "local" else "", python=engine.python,
         changed=changed, steps=results, tests=tests, suites=list(tp.suites), summary=summary,
-        status="passed" if ok else "failed", cache_key=key, run_dir=str(run_dir),
+        status=Status.PASSED if ok else Status.FAILED, cache_key=key, run_dir=str(run_dir),
         started=stamp.isoformat(timespec="seconds"),
         seconds=round(time.monotonic() - started, 3),
         hook_notes=[d.note for d in decisions if d.note], baseline=base,
@@ -277,10 +284,9 @@ def _early_key(series: Series, repo: Repo, onto: str, baseline: bool,
                       **({} if m.policy.auto_resolve else {"auto_resolve": False})})
 
 
-def _answer(repo: Repo, series: Series, hit: dict[str, Any], head: str,
+def _answer(repo: Repo, series: Series, report: Report, head: str,
             resolved: list[str] | None = None, record: bool = True,
             audit: list[str] | None = None) -> Report:
-    report = Report.from_data(hit)
     if resolved is not None:  # how this build got its tree, which another run may share
         report.resolved = resolved
         report.audit = audit or []

@@ -16,11 +16,10 @@ from pathlib import Path
 from carry.base import atomic
 from carry.git import Repo
 from carry.validate import engines, plan
-from carry.validate.results import StepResult, TestRun
+from carry.validate.results import Status, StepKind, StepResult, TestRun
 
 Progress = Callable[[int, int, str], None]
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
-NOT_INSTALLED = "not-installed"  # a hook environment pre-commit could not install: not cached
 _PYTEST_EXIT = {
     2: "pytest was interrupted",
     3: "pytest hit an internal error",
@@ -49,27 +48,27 @@ def run_steps(
         if progress:
             progress(i, n, step.name)
         log = run_dir / f"{i:02d}-{_SLUG.sub('-', step.name).strip('-')}.log"
-        r = StepResult(step.kind, step.name, step.command, "passed", log=str(log))
+        r = StepResult(step.kind, step.name, step.command, Status.PASSED, log=str(log))
         began = time.monotonic()
-        if step.kind == "diff-check":
+        if step.kind is StepKind.DIFF_CHECK:
             clean, out = repo.diff_check(*diff)
             atomic.write_bytes(log, f"$ git diff --check {diff[0]} {diff[1]}\n".encode() + out)
-            r.status, r.returncode = ("passed", 0) if clean else ("failed", 2)
+            r.status, r.returncode = (Status.PASSED, 0) if clean else (Status.FAILED, 2)
             if not clean:
                 r.note = "whitespace errors; see the log"
-        elif step.kind == "hook" and step.hook is not None and step.hook.missing:
+        elif step.kind is StepKind.HOOK and step.hook is not None and step.hook.missing:
             atomic.write_text(log, step.hook.note + "\n")
-            r.status, r.note, r.log = "missing", step.hook.note, str(log)
-        elif step.kind in ("pytest", "baseline") and not installed:
-            r.status, r.note, r.log = "skipped", "the requirements did not install", ""
+            r.status, r.note, r.log = Status.MISSING, step.hook.note, str(log)
+        elif step.kind in (StepKind.PYTEST, StepKind.BASELINE) and not installed:
+            r.status, r.note, r.log = Status.SKIPPED, "the requirements did not install", ""
         else:
             rc = session.run(step.argv, wts[step.tree].path, log)
             r.returncode = rc
-            r.status = "passed" if rc == 0 else "failed"
-            if step.kind == "install" and rc != 0:
+            r.status = Status.PASSED if rc == 0 else Status.FAILED
+            if step.kind is StepKind.INSTALL and rc != 0:
                 installed = False
             _judge(step, r, log)
-            if step.kind == "hook" and rc != 0:
+            if step.kind is StepKind.HOOK and rc != 0:
                 _hook_env(r, log, session, wts[step.tree].path, resolved.python)
         r.seconds = round(time.monotonic() - began, 3)
         results.append(r)
@@ -81,17 +80,17 @@ def _judge(step: plan.StepSpec, r: StepResult, log: Path) -> None:
     rc = r.returncode
     started = _junit_written(step.argv)
     _scrub_junit(step.argv)
-    if step.kind in ("pytest", "baseline") and rc not in (0, 1):
+    if step.kind in (StepKind.PYTEST, StepKind.BASELINE) and rc not in (0, 1):
         r.note = _PYTEST_EXIT.get(rc or 0, f"pytest exited {rc}")
-    if step.kind in ("pytest", "baseline") and not started:
-        r.status, r.note = "failed", f"pytest did not start: {reason(log)}"
-    elif step.kind == "baseline" and rc in (0, 1):
-        r.status, r.note = "passed", "failures here are the point: see the baseline"
-    if r.status == "failed" and not r.note:
+    if step.kind in (StepKind.PYTEST, StepKind.BASELINE) and not started:
+        r.status, r.note = Status.FAILED, f"pytest did not start: {reason(log)}"
+    elif step.kind is StepKind.BASELINE and rc in (0, 1):
+        r.status, r.note = Status.PASSED, "failures here are the point: see the baseline"
+    if r.status is Status.FAILED and not r.note:
         r.note = reason(log)
     if step.hook is not None and step.hook.fallback_used:
         # the failure's reason first: the fallback is how it ran, not why it failed
-        r.note = f"{r.note} ({step.hook.note})" if r.status == "failed" else step.hook.note
+        r.note = f"{r.note} ({step.hook.note})" if r.status is Status.FAILED else step.hook.note
 
 
 def _hook_env(r: StepResult, log: Path, session: engines.Session, cwd: Path, python: str) -> None:
@@ -105,7 +104,7 @@ def _hook_env(r: StepResult, log: Path, session: engines.Session, cwd: Path, pyt
     envs = _PC_ENV.findall(text[: error.start()] if error else "")
     if error is None or not envs:
         return
-    r.status = NOT_INSTALLED
+    r.status = Status.NOT_INSTALLED
     r.note = f"the hook environment could not be installed: {envs[-1]}: {_why(text, error)}"
     found = _PC_LOG.search(text)
     if found:
@@ -132,15 +131,15 @@ def empty_suites(
 ) -> list[str]:
     """A planned suite that selected no test fails the pytest step, unless the plan allows it:
     a `-m` mark the suite does not carry otherwise passes with nothing run."""
-    step = next((r for r in results if r.kind == "pytest"), None)
+    step = next((r for r in results if r.kind is StepKind.PYTEST), None)
     if step is None or tests is None:
         return []
     ran = {c.suite: c.total for c in tests.suites}
     empty = [s for s in suites if not ran.get(s) and s not in allow_empty]
     if empty:
         said = f"no test ran in {', '.join(empty)}"
-        if step.status == "passed":
-            step.status = "failed"
+        if step.status is Status.PASSED:
+            step.status = Status.FAILED
             step.note = f"{said}; [test].allow_empty names a suite that may select none"
         else:
             step.note = f"{step.note}; {said}" if step.note else said

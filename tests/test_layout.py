@@ -1,6 +1,7 @@
 """The package's layout is a contract (docs/architecture.md): stages import only the stages
 below them, every module imports alone in a fresh interpreter (no cycle hidden by import
-order), no module is over 400 lines, and the package's top holds at most four modules."""
+order), no module is over 400 lines, the package's top holds at most four modules, no function
+is over 80 lines and none outside cli/ takes more than 8 parameters."""
 
 from __future__ import annotations
 
@@ -118,3 +119,12 @@ def test_no_import_cycle_counting_imports_inside_functions() -> None:
     """An import tucked into a function is how a cycle hides from an import-order check:
     the graph counts every import wherever it is written (tests/structure.py)."""
     assert structure.cycles(structure.graph()) == []
+
+
+def test_no_function_over_80_lines_and_none_outside_cli_over_8_parameters() -> None:
+    """A function a reader cannot hold in one screen, or one whose call needs a dozen
+    positional values, is where the next engineer trips (F19): split it by concept, or give
+    what travels together a dataclass."""
+    assert [f"{f.module}.{f.name}: {f.lines} lines" for f in structure.long_functions()] == []
+    assert [f"{f.module}.{f.name}: {f.params} parameters"
+            for f in structure.wide_functions()] == []

@@ -26,6 +26,22 @@ Targets = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
 Flag = typer.Option
 
 
+Refresh = Annotated[bool, Flag(
+    help="Write the result back as the next version of series/NAME, tagged but not "
+         "committed: commit it after (git add series/NAME && git commit; the command "
+         "is printed).")]
+NoAutoResolve = Annotated[bool, Flag(
+    "--no-auto-resolve", help="Stop also where the three texts decide the answer (same "
+                              "change, a re-format, entries added by both).")]
+Furthest = Annotated[bool, Flag(
+    "--furthest", help="Go as far as the series replays with no stop: onto the newest "
+                       "commit of each target's first-parent line it applies to, naming "
+                       "the commit and patch that block the next step.")]
+Quit = Annotated[bool, Flag(
+    "--quit", help="Forget the stopped rebase and keep what is done: no branch is put "
+                   "back; the state and the worktree go.")]
+
+
 @app.command()
 def rebase(
     name: Annotated[Optional[str], typer.Argument(  # noqa: UP045
@@ -36,19 +52,11 @@ def rebase(
     target: Targets = None,
     branch: Annotated[Optional[str], Flag(  # noqa: UP045
         callback=_branch, help="Branch to write (default: carry/NAME/TARGET).")] = None,
-    refresh: Annotated[bool, Flag(
-        help="Write the result back as the next version of series/NAME, tagged but not "
-             "committed: commit it after (git add series/NAME && git commit; the command "
-             "is printed).")] = False,
+    refresh: Refresh = False,
     fetch: Annotated[bool, Flag(help="Fetch the manifest's remotes first.")] = False,
     dry_run: Annotated[bool, Flag("--dry-run", help="Report only; write no ref.")] = False,
-    no_auto_resolve: Annotated[bool, Flag(
-        "--no-auto-resolve", help="Stop also where the three texts decide the answer (same "
-                                  "change, a re-format, entries added by both).")] = False,
-    furthest: Annotated[bool, Flag(
-        "--furthest", help="Go as far as the series replays with no stop: onto the newest "
-                           "commit of each target's first-parent line it applies to, naming "
-                           "the commit and patch that block the next step.")] = False,
+    no_auto_resolve: NoAutoResolve = False,
+    furthest: Furthest = False,
     force: Annotated[bool, Flag(
         help="Move a --branch that carry did not write last; with --continue, keep a "
              "resolution that undoes lines the target changed.")] = False,
@@ -60,9 +68,7 @@ def rebase(
                           "(../REPO.carry/NAME/TARGET) to resolve it; then --continue.")] = False,
     skip: Annotated[bool, Flag("--skip", help="Leave the conflicting patch out.")] = False,
     abort: Annotated[bool, Flag("--abort", help="Undo the stopped rebase.")] = False,
-    quit_: Annotated[bool, Flag(
-        "--quit", help="Forget the stopped rebase and keep what is done: no branch is put "
-                       "back; the state and the worktree go.")] = False,
+    quit_: Quit = False,
     show: Annotated[bool, Flag(
         "--show-current-patch", help="Show the stopped patch (message and diff) as git "
                                      "show does.")] = False,

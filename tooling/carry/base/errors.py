@@ -19,12 +19,6 @@ class CarryError(Exception):
         return scrub(f"{msg} (hint: {self.hint})" if self.hint else msg)
 
 
-class ConflictStop(CarryError):
-    """A rebase stopped on a conflict; the state is saved and resumable."""
-
-    exit_code = 1
-
-
 class ValidationFailed(CarryError):
     """The test plan ran and something failed."""
 

@@ -123,7 +123,7 @@ class Options:
     base: str | None = None  # the PR's base branch; default: [fork].branch, else main
     remote: str | None = None  # default: the manifest's [fork].remote, else origin
     api_url: str | None = None
-    token_env: str | None = None  # default: $GH_TOKEN, then $GITHUB_TOKEN (forge.py)
+    token_env: str | None = None  # default: $GH_TOKEN, then $GITHUB_TOKEN (publish.github)
     max_wait: float = forgemod.DEFAULT_MAX_WAIT
     open_limit: int = 0  # at most this many PRs and issues opened per run; 0: no limit
     dashboard: bool = False  # keep the dashboard issue (steer.py)

@@ -179,6 +179,14 @@ def test_a_ci_cell_with_a_finding_is_not_validated(tmp_path: Path, series_root: 
     assert row["audit"] == [want]
     assert json.loads(Path(row["report"]).read_text())["audit"] == [want]  # validate's report
     assert f"<br>audit: {want}" in (tmp_path / "out" / "summary.md").read_text()
+    git(up.path, "branch", "carry/extra/checked", row["head"])  # the PR carries that head
+    pr = run_carry("pr", "extra", "--repo", str(up.path), "--branch", "carry/extra/checked",
+                   "--forge-repo", "lab/fork", "--base", "main", "--dry-run", "--force",
+                   "--validation", row["report"], "--json",
+                   env={"CARRY_SERIES_DIR": str(series_root)})
+    assert pr.code == 0, pr.out + pr.err
+    (line,) = [x for x in json.loads(pr.out)["body"].splitlines() if "0003-Pin-helper" in x]
+    assert line.endswith(f": audit: {want}"), line  # said on its patch's line
 
 
 def test_a_module_s_names_are_read_cautiously() -> None:

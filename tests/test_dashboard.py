@@ -469,3 +469,23 @@ def test_a_kill_during_the_dashboard_update_converges_to_one_dashboard(
     assert again["dashboard"][0]["action"] in ("updated", "unchanged")
     site.dashboard()  # exactly one
     assert site.ci()["dashboard"][0]["action"] == "unchanged"
+
+
+def test_the_board_names_what_a_clean_replay_breaks_and_what_carry_resolved() -> None:
+    """Clean is not correct (F17): an applied cell whose audit found something shows each
+    finding, and a patch carry resolved by itself shows for review; a hand-recorded
+    resolution needs no second look there."""
+    from carry.job import shared, steer
+    from carry.job.board import Cell
+
+    audit = "0003 applies cleanly but imports calc.util, a module the target does not have"
+    auto = ("0001-a.patch: conflict resolved by itself: both sides added entries to KERNELS "
+            "in k.py (resolved by carry: review)")
+    hand = "0002-b.patch: conflict resolved by the resolution recorded on v2"
+    row = shared.Row("s", "main", "f" * 40, "applied", check=shared.Check.PASSED,
+                     audit=[audit], resolved=[auto, hand])
+    cell = Cell("s", "main")
+    steer._take(cell, row, False, "2026-12-06T00:00:00Z")
+    assert cell.state == "passed, audit failed"
+    assert cell.details == [f"audit: {audit}", auto]
+

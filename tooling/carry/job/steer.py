@@ -27,6 +27,7 @@ from carry.job.board import Board, Cell
 from carry.job.shared import Action, Did, forge_repo, furthest_line
 from carry.publish import github as forgemod
 from carry.publish import owned, repository
+from carry.replay.rerere import REVIEW
 from carry.series import store as seriesmod
 
 if TYPE_CHECKING:
@@ -162,6 +163,8 @@ def update(st: Steering, root: Path, repo: Repo, rows: Sequence[Row],
 def _take(cell: Cell, row: Row, retried: bool, now: str) -> None:
     state, details = _state(row)
     details += [furthest_line(row)] if getattr(row, "furthest_head", "") else []  # it moved
+    details += [f"audit: {x}" for x in row.audit]  # clean is not correct (replay.audit)
+    details += [x for x in row.resolved if x.endswith(REVIEW)]  # carry's own: to review
     same = (cell.ref, cell.upstream, cell.state, cell.details) == (
         row.ref or row.onto, row.onto, state, details)
     cell.ref, cell.upstream, cell.state, cell.details = row.ref or row.onto, row.onto, state, \

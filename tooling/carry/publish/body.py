@@ -309,6 +309,19 @@ def _carried(pushed: Pushed) -> str:
             f"`{pushed.base}`.")
 
 
+def _replayed(file: str, report: Report | None) -> str:
+    """What the validated replay says of one patch beyond "applied": a resolution (recorded,
+    or carry's own, to review) and what the audit found it breaks at the target."""
+    if not report:
+        return ""
+    onto = f"; on `{report.get('onto_ref', '')}`: "
+    said = [str(line).split(": ", 1)[1] for line in report.get("resolved", [])
+            if str(line).startswith(f"{file}: ")]
+    said += [f"audit: {line}" for line in report.get("audit", [])
+             if str(line).startswith(f"{file[:4]} ")]
+    return onto + "; ".join(said) if said else ""
+
+
 def _section(series: Series, report: Report | None, plist: list[patchmod.Patch],
              h: str, pushed: Pushed | None = None) -> list[str]:
     cover = cover_sections(series.cover)
@@ -316,13 +329,8 @@ def _section(series: Series, report: Report | None, plist: list[patchmod.Patch],
     for heading, text in cover.items():
         if heading not in ("purpose", "related work"):
             parts.append(f"{h} {heading[0].upper()}{heading[1:]}\n\n{text}")
-    resolved = dict(str(line).split(": ", 1) for line in (report or {}).get("resolved", [])
-                    if ": " in str(line))
     commits = "\n".join(f"- {_commit_of(series, p, pushed)}`{p.file}` {p.subject} "
-                        f"({p.author.name})"
-                        + (f"; on `{(report or {}).get('onto_ref', '')}`: "
-                           f"{resolved[p.file]}" if p.file in resolved else "")
-                        for p in plist)
+                        f"({p.author.name})" + _replayed(p.file, report) for p in plist)
     carried = f"{_carried(pushed)}\n\n" if pushed else ""
     parts.append(f"{h} Commits\n\n{carried}{commits}")
     parts.append(f"{h} Related work\n\n" + _related(series, cover.get("related work", "")))

@@ -28,6 +28,9 @@ __all__ = ["Recorded", "apply", "conflicts", "load", "parse", "take", "unmatched
 # -- the conflicts of one replayed patch --------------------------------------------------------
 
 
+REVIEW = " (resolved by carry: review)"  # how every view marks carry's own resolution
+
+
 @dataclass(frozen=True)
 class Conflicted:
     """One conflicted path of a patch: its hunks, or why it has none carry can key."""
@@ -78,8 +81,7 @@ class Applied:
             "conflict resolved by the resolution recorded on "
             + " and ".join(f"v{v}" for v in versions)]
         if self.auto:
-            parts.append("conflict resolved by itself: " + "; ".join(self.auto)
-                         + " (resolved by carry: review)")
+            parts.append("conflict resolved by itself: " + "; ".join(self.auto) + REVIEW)
         return ", and ".join(parts)
 
 

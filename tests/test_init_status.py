@@ -235,3 +235,32 @@ def _every_command() -> list[str]:
     root = typer.main.get_command(app)
     assert isinstance(root, typer.core.TyperGroup)
     return sorted(walk(root, ""))
+
+
+_REGISTERED = """
+import importlib, json, sys
+from typer.main import get_command_name
+from carry.cli.app import app, series_app
+importlib.import_module("carry.cli." + sys.argv[1])
+names = [c.name or get_command_name(c.callback.__name__) for c in app.registered_commands]
+names += [g.name for g in app.registered_groups
+          if g.typer_instance is not series_app or series_app.registered_commands]
+print(json.dumps(names))
+"""
+
+
+def test_a_run_imports_the_module_that_owns_its_command() -> None:
+    """`carry CMD` imports only the command module `OWNER` names for CMD: every module
+    registers exactly the commands the map gives it, so a run finds its command and
+    `carry --help` (every module) lists the same commands as before."""
+    import subprocess
+    import sys
+
+    from carry.cli.main import COMMAND_MODULES, OWNER
+
+    for module in COMMAND_MODULES:
+        out = subprocess.run([sys.executable, "-c", _REGISTERED, module], capture_output=True,
+                             text=True, check=True, env=dict(os.environ)).stdout
+        assert sorted(json.loads(out)) == sorted(k for k, v in OWNER.items() if v == module)
+    assert set(OWNER.values()) == set(COMMAND_MODULES)
+    assert set(OWNER) == {c.split()[0] for c in _every_command()}

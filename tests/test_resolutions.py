@@ -569,3 +569,41 @@ def test_prune_keeps_a_resolution_whose_patch_renames_the_conflicted_file(
     assert pruned.code == 0, pruned.err
     assert not json.loads(pruned.out)["series"][0].get("pruned")
     assert (series_root / "demo/resolutions" / name).is_file()
+
+
+@pytest.mark.parametrize("name", [b"f.py", "caf\u00e9 \"q\".py".encode()])
+def test_a_conflict_asked_for_its_stages_runs_one_merge(tmp_path: Path, name: bytes,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replay's merge of a conflicting patch already holds its diff3 tree and stages:
+    a resolution (recorded or automatic) asking for them next runs no second `merge-tree`,
+    gets what a fresh merge gives, and the conflict is named as `--name-only` names it
+    (quoted when git quotes the path)."""
+    from carry.git import Ident, Repo
+
+    git(tmp_path, "init", "-q", "r")
+    repo, fresh = Repo.open(tmp_path / "r"), Repo.open(tmp_path / "r")
+    try:
+        who = Ident("A U Thor", "author@example.com", "1700000000 +0000")
+
+        def tree(body: bytes) -> str:
+            blob = repo.write_object("blob", body)
+            return repo.write_object("tree", b"100644 " + name + b"\0" + bytes.fromhex(blob))
+
+        root = repo.write_commit(tree(b"a\nb\nc\n"), [], b"base\n", who, who)
+        patch = repo.read_commit(repo.write_commit(tree(b"a\nB\nc\n"), [root], b"p\n", who, who))
+        onto = tree(b"a\nX\nc\n")
+        log = tmp_path / "trace"
+        monkeypatch.setenv("GIT_TRACE", str(log))
+        merged = repo.replay_tree(patch, onto)
+        got = repo.conflicted_merge(patch, onto)
+        merges = [x for x in log.read_text().splitlines() if "merge-tree" in x]
+        monkeypatch.delenv("GIT_TRACE")
+        assert got == fresh.conflicted_merge(patch, onto)
+        graft = repo.write_commit(onto, [root], b"carry graft\n", who, who)
+        named = git(tmp_path / "r", "merge-tree", "--write-tree", "--name-only",
+                    "--no-messages", graft, patch.sha, check=False).splitlines()[1:]
+        assert not merged.clean and list(merged.conflicts) == named
+        assert len(merges) == (1 if name == b"f.py" else 2), merges
+    finally:
+        repo.close()
+        fresh.close()

@@ -10,14 +10,36 @@ import sys
 import typer
 
 from carry.base.errors import CarryError, MissingRef
-from carry.cli.app import app
+from carry.cli import app as _apps
 
 # Each command module registers its commands on `app` when imported, in this order, which is
 # the order `carry --help` lists them in.
 COMMAND_MODULES = ("intake", "trailers", "rebase", "validate", "publish", "ci", "start",
                    "series")
-for _module in COMMAND_MODULES:
-    importlib.import_module(f"carry.cli.{_module}")
+# The module that registers each command (or group): a run that names one imports that module
+# alone, not all eight and what they import (a third of a `carry rebase --skip`'s start-up).
+# tests/test_init_status.py checks it against what the modules register.
+OWNER = {"import": "intake", "check": "intake", "apply": "intake", "trailers": "trailers",
+         "rebase": "rebase", "edit": "rebase", "range-diff": "rebase", "validate": "validate",
+         "pr": "publish", "supersede": "publish", "releases": "ci", "ci": "ci",
+         "init": "start", "status": "start", "series": "series"}
+
+
+def register(args: list[str]) -> None:
+    """Register on `app` the command module that owns the command `args` name first, or every
+    module when they name none (an option such as --help, no command, an unknown word)."""
+    owner = OWNER.get(args[0]) if args else None
+    for module in (owner,) if owner else COMMAND_MODULES:
+        importlib.import_module(f"carry.cli.{module}")
+
+
+def __getattr__(name: str) -> object:
+    """`carry.cli.main.app` with every command registered, for a caller that imports it (a
+    test walking the commands); `main` registers only the one it runs."""
+    if name == "app":
+        register([])
+        return _apps.app
+    raise AttributeError(name)
 
 
 def _only_the_command_run(args: list[str]) -> None:
@@ -29,6 +51,7 @@ def _only_the_command_run(args: list[str]) -> None:
     so the app it trims is never asked for another command."""
     from typer.main import get_command_name
 
+    app = _apps.app
     if not args or args[0].startswith("-"):
         return
     mine = [c for c in app.registered_commands if args[0] == (
@@ -65,9 +88,10 @@ def main() -> None:
     redact.register_argv(sys.argv[1:])  # --repo https://x:TOKEN@host, --token-env NAME
     sys.stdout = redact.Scrubbed(sys.stdout)
     sys.stderr = redact.Scrubbed(sys.stderr)
+    register(sys.argv[1:])
     _only_the_command_run(sys.argv[1:])
     try:
-        code = app(standalone_mode=False)
+        code = _apps.app(standalone_mode=False)
     except CarryError as exc:
         _fail(exc)
     except ClickException as exc:

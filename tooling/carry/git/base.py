@@ -116,6 +116,9 @@ class Base:
     _commits: dict[str, RawCommit] = field(default_factory=dict, repr=False)
     _carry: Path | None = field(default=None, repr=False)
     _common: Path | None = field(default=None, repr=False)  # known when `open` asked for it
+    # the last conflicting `replay_tree`: (graft, theirs) -> its diff3 tree and stages
+    _conflicted: dict[tuple[str, str], tuple[str, dict[bytes, dict[int, tuple[bytes, str]]]]] = (
+        field(default_factory=dict, repr=False))
 
     def _run(
         self,

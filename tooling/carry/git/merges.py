@@ -7,6 +7,7 @@ recorded resolution is keyed on (`conflicted_merge`)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ from carry.base.errors import CarryError
 from carry.git.base import EOO, GitError, Ident, MergeResult, RawCommit, complaint
 from carry.git.objects import Entry
 from carry.git.trees import Trees
+
+_QUOTED = re.compile(rb'[\x00-\x1f"\\\x7f-\xff]')  # a path git's --name-only prints quoted
 
 # Who the throw-away commits of an in-memory merge are by: fixed, so that the same merge
 # asked again writes the same objects (and a cache keyed by them holds). Dated in 2100, not
@@ -60,12 +63,33 @@ class Merges(Trees):
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=git_env()))
 
     def replay_tree(self, commit: RawCommit, onto_tree: str) -> MergeResult:
-        """`cherry_tree` with the graft written in-process: one git process per patch."""
+        """`cherry_tree` with the graft written in-process: one git process per patch. It
+        merges as `conflicted_merge` does (diff3, each conflicted path's stages; a clean tree
+        is the same in any style), and keeps a conflict's answer, so that the replay asking
+        next for its stages (a recorded or automatic resolution) runs no second merge."""
         if not commit.parents:
             raise CarryError(f"cannot replay root commit {commit.sha[:12]}")
-        graft = self.write_commit(onto_tree, commit.parents[:1], b"carry graft\n",
-                                  commit.author, commit.author)
-        return self.merge_tree(graft, commit.sha)
+        graft = self._graft(commit, onto_tree)
+        args = ("merge-tree", "--write-tree", "-z", "--no-messages", graft, commit.sha)
+        proc = self._run("-c", "merge.conflictStyle=diff3", *args, ok_codes=(0, 1))
+        tree, stages = _stages(proc.stdout)
+        if not tree:  # 1 and nothing: a bad rev
+            raise GitError(complaint(args, proc.stderr or proc.stdout))
+        trace = os.environ.get("CARRY_TRACE_MERGES")
+        if trace:
+            with open(trace, "a", encoding="ascii") as fh:
+                fh.write(f"{graft} {commit.sha} {tree}\n")
+        self._conflicted.clear()
+        if proc.returncode == 0:
+            return MergeResult(tree, True, ())
+        self._conflicted[graft, commit.sha] = tree, stages
+        if any(_QUOTED.search(path) for path in stages):  # named as --name-only quotes them
+            return MergeResult(tree, False, self.merge_tree(graft, commit.sha).conflicts)
+        return MergeResult(tree, False, tuple(p.decode("utf-8", "replace") for p in stages))
+
+    def _graft(self, commit: RawCommit, onto_tree: str) -> str:
+        return self.write_commit(onto_tree, commit.parents[:1], b"carry graft\n",
+                                 commit.author, commit.author)
 
     def conflicted_merge(self, commit: RawCommit, onto_tree: str
                          ) -> tuple[str, dict[bytes, dict[int, Entry]]]:
@@ -73,19 +97,13 @@ class Merges(Trees):
         diff3 style (the base between the sides, whatever the user's merge.conflictStyle),
         and each conflicted path's stages (1 base, 2 ours, 3 theirs). A recorded resolution
         is keyed on exactly this, so recording and replaying see the same hunks."""
-        graft = self.write_commit(onto_tree, commit.parents[:1], b"carry graft\n",
-                                  commit.author, commit.author)
+        graft = self._graft(commit, onto_tree)
+        known = self._conflicted.get((graft, commit.sha))
+        if known is not None:
+            return known[0], {path: dict(st) for path, st in known[1].items()}
         out = self._run("-c", "merge.conflictStyle=diff3", "merge-tree", "--write-tree", "-z",
                         "--no-messages", graft, commit.sha, ok_codes=(0, 1)).stdout
-        tree, *records = out.split(b"\0")
-        stages: dict[bytes, dict[int, Entry]] = {}
-        for rec in records:
-            if not rec:
-                break  # an empty record ends the conflicted files' list
-            info, _, path = rec.partition(b"\t")
-            mode, sha, stage = info.split(b" ")
-            stages.setdefault(path, {})[int(stage)] = (mode, sha.decode())
-        return tree.decode(), stages
+        return _stages(out)
 
     def merge_onto(self, ours_tree: str, base: str, theirs: str,
                    paths: Iterable[bytes] | None = None) -> MergeResult:
@@ -136,3 +154,16 @@ class Merges(Trees):
         back = self.write_commit(before, [commit.sha], b"carry revert\n", GRAFT_IDENT,
                                  GRAFT_IDENT)
         return self.merge_onto(tree, commit.sha, back, paths)
+
+
+def _stages(out: bytes) -> tuple[str, dict[bytes, dict[int, Entry]]]:
+    """`merge-tree --write-tree -z`'s tree and each conflicted path's stages."""
+    tree, *records = out.split(b"\0")
+    stages: dict[bytes, dict[int, Entry]] = {}
+    for rec in records:
+        if not rec:
+            break  # an empty record ends the conflicted files' list
+        info, _, path = rec.partition(b"\t")
+        mode, sha, stage = info.split(b" ")
+        stages.setdefault(path, {})[int(stage)] = (mode, sha.decode())
+    return tree.decode(), stages

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from carry.git import Ident, Repo
 from carry.replay import furthest
-from carry.replay.engine import TargetResult
+from carry.replay.engine import TargetResult, TargetStatus
 from carry.replay.targets import ResolvedTarget
 
 if TYPE_CHECKING:
@@ -41,6 +41,6 @@ def nothing_moves(series: str, t: ResolvedTarget, f: furthest.Furthest) -> Targe
     b = f.blocker
     why = (f"{b.commit.sha[:12]} \"{b.commit.subject}\" blocks {b.patch}"
            + (f" in {', '.join(b.paths)}" if b.paths else "")) if b else ""
-    return TargetResult(series, t.name, t.ref, f.onto.sha, "failed", "", [],
+    return TargetResult(series, t.name, t.ref, f.onto.sha, TargetStatus.FAILED, "", [],
                         message=f"nothing moves: the first commit of {t.ref} past the "
                                 f"series base already stops it; {why}", furthest=f)

@@ -301,7 +301,8 @@ def _where(tree: ast.Module, ranges: list[tuple[int, int]]) -> str | None:
                 if any(every.count(n) > 1 for n in names):
                     return None  # one would silently replace the other
                 return "both sides added definitions (" + ", ".join(names) + ")"
-    if best is None or not _covers(_elements(best[1]), ranges) or not _unique(best[1]):
+    if best is None or not _covers(_elements(best[1]), ranges) or not _unique(best[1]) \
+            or _twice(best[1], ranges):
         return None
     for elt in _elements(best[1]):  # each entry fully kept: nothing added inside another
         a, b = _span(elt)
@@ -319,6 +320,24 @@ def _unique(node: ast.AST) -> bool:
     else:
         return True
     return len(keys) == len(set(keys))
+
+
+def _twice(node: ast.AST, ranges: Sequence[tuple[int, int]]) -> bool:
+    """An entry both sides added, compared by value (`"b"` and `'b'  # why` are one; an
+    import by the name it binds), which the merge would keep twice; or a `**` mapping added
+    to a call, which may give a keyword the other side added: refused at run time."""
+    added = [[e for e in _elements(node) if lo <= _span(e)[0] and _span(e)[1] <= hi]
+             for lo, hi in ranges]
+    if any(isinstance(e, ast.keyword) and e.arg is None for side in added for e in side):
+        return True
+    keys = [{_key(e) for e in side} for side in added]
+    return len(keys) == 2 and bool(keys[0] & keys[1])
+
+
+def _key(entry: ast.AST) -> str:
+    if isinstance(entry, ast.alias):
+        return entry.asname or entry.name
+    return ast.dump(entry)
 
 
 def _names(stmt: ast.stmt) -> list[str]:

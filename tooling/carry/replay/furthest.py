@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from carry.base.errors import CarryError
 from carry.git import Ident, Repo
 from carry.replay import rerere
-from carry.replay.runs import PatchResult, run_steps
+from carry.replay.runs import PatchResult, PatchStatus, run_steps
 from carry.replay.targets import ResolvedTarget
 from carry.replay.why import pr_number
 
@@ -126,7 +126,7 @@ def prober(series: Series, repo: Repo, base: str, carried: Sequence[Carried],
                              source=c.commit.sha) for c in carried]  # as engine.steps_for
         for step in steps:
             if step.number in drops:
-                step.status, step.reason = "dropped", drops[step.number].reason
+                step.status, step.reason = PatchStatus.DROPPED, drops[step.number].reason
         _, stop, paths = run_steps(repo, steps, sha, committer, recorded=recorded)
         return None if stop is None else (steps[stop].file, paths)
 

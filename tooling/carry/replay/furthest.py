@@ -139,10 +139,16 @@ def find(series: Series, repo: Repo, base: str, carried: Sequence[Carried],
     line = repo.first_parent_chain(target.sha, base)
     if line is None:
         raise CarryError(f"cannot list the first-parent line {base[:12]}..{target.ref}")
+    if (repo.read_commit(line[0]).parents[:1] if line else (target.sha,)) != (base,):
+        # behind the base, unrelated, or past it only through a merge: a point of that
+        # line is not the base plus upstream commits, and the bisection's start would not be
+        # known to pass
+        raise CarryError(f"--furthest: the first-parent line of {target.ref} does not pass "
+                         f"through the series base {base[:12]}",
+                         hint=f"rebase onto {target.ref} without --furthest")
     at, stop, probes = bisect(line, prober(series, repo, base, carried, committer, auto))
     reach = Reach.TIP if at == len(line) - 1 else Reach.PARTIAL if at >= 0 else Reach.NONE
-    onto_sha = line[at] if at >= 0 else (repo.read_commit(line[0]).parents or (base,))[0] \
-        if line else target.sha
+    onto_sha = line[at] if at >= 0 else base
     blocker = None
     if stop is not None:
         blocker = Blocker(_point(repo, line[at + 1]), stop[0], stop[1])

@@ -290,6 +290,13 @@ def test_a_line_that_does_not_pass_through_the_base_is_refused(series: CommitBui
             (ref, r.err)
         assert git(series.path, "for-each-ref", "refs/heads/carry") == ""
         assert not list((series.path / ".git" / "carry").glob("**/*.json"))
+    shallow = series.path.parent / "shallow"  # main's line cut short before the base
+    subprocess.run(["git", "clone", "-q", "--depth", "5", "--no-local", "--branch", "main",
+                    str(series.path), str(shallow)], check=True)
+    git(shallow, "fetch", "-q", "--depth", "1", "origin", "refs/tags/base:refs/tags/base")
+    r = run_carry("rebase", "demo", "--onto", "origin/main", "--furthest", "--dry-run",
+                  "--repo", str(shallow), "--series-dir", str(series_root))
+    assert r.code == 2 and r.err.count("\n") == 1 and "git fetch --unshallow" in r.err, r.err
     assert _rebase(series, series_root).code == 0  # the base itself is on main's line
     assert run_carry("rebase", "demo", "--onto", "base", "--furthest", "--dry-run",
                      *args).code == 0

@@ -325,3 +325,22 @@ def test_an_entry_both_sides_added_is_never_kept_twice(base: str, ours: str,
                                                         theirs: str) -> None:
     assert resolves(base, ours, theirs) is None
     assert resolves(base, theirs, ours) is None
+
+
+def test_a_huge_hunk_stops_at_once() -> None:
+    """Both sides made the same change to a 5,000-line block, one side another change too:
+    decidable, but the line diffs are quadratic (minutes for 20,000 lines, in every replay
+    and probe), so a hunk longer than MAX_LINES stops instead."""
+    import time
+
+    n = 5 * autoresolve.MAX_LINES
+    base = tuple(f"x{i} = {i}\n".encode() for i in range(n))
+    ours = (b"x0 = -1\n", *base[1:])
+    theirs = (b"x0 = -1\n", *base[1:-1], b"x = 0\n")
+    start = time.monotonic()
+    assert autoresolve.candidate(Hunk(ours, base, theirs), True) is None
+    assert autoresolve.candidate(Hunk(ours, base, theirs), False) is None
+    assert time.monotonic() - start < 1
+    small = Hunk(ours[:10] + (b"y = 1\n",), base[:10] + (b"y = 0\n",),
+                 theirs[:10] + (b"y = 1\n",))
+    assert autoresolve.candidate(small, False) is not None

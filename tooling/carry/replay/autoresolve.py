@@ -36,6 +36,9 @@ _DEPTH = 64  # open brackets put before a fragment, so that its indentation is n
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign,
          ast.Import, ast.ImportFrom)
 _COLLECTIONS = (ast.Dict, ast.List, ast.Set, ast.Tuple, ast.ImportFrom, ast.Call)
+# a longer side stops: the line diffs are quadratic in it (a hunk of 20,000 lines took over a
+# minute, in every replay and `--furthest` probe), and a conflict that large wants a person
+MAX_LINES = 1000
 
 
 class Kind(StrEnum):
@@ -60,6 +63,8 @@ class Candidate:
 def candidate(hunk: Hunk, python: bool) -> Candidate | None:
     """The hunk's text, when its three texts decide it (not yet checked in its file)."""
     o, b, t = hunk.ours, hunk.base, hunk.theirs
+    if max(len(o), len(b), len(t)) > MAX_LINES:
+        return None
     same = _same(b, o, t)
     if same is not None:
         return Candidate(same, Kind.SAME)

@@ -344,3 +344,18 @@ def test_a_huge_hunk_stops_at_once() -> None:
     small = Hunk(ours[:10] + (b"y = 1\n",), base[:10] + (b"y = 0\n",),
                  theirs[:10] + (b"y = 1\n",))
     assert autoresolve.candidate(small, False) is not None
+
+
+_YAML = 'S = """\nkey:\n  a: 1\n  b: 1\n"""\n'
+_DOC = 'def f():\n    """Doc.\n\n    one two three\n    """\n'
+
+
+@pytest.mark.parametrize(("base", "ours", "theirs"), [
+    # a re-indent inside a string is a change of its content, not a re-format
+    (_YAML, _YAML.replace("  a: 1", "    a: 1"), _YAML.replace("  a: 1", "  a: 2")),
+    (_DOC, _DOC.replace("one two three", "one two\n    three"),
+     _DOC.replace("one two three", "one two four")),
+])
+def test_a_reformat_inside_a_string_stops(base: str, ours: str, theirs: str) -> None:
+    assert resolves(base, ours, theirs) is None
+    assert resolves(base, theirs, ours) is None

@@ -8,7 +8,8 @@ asked for by `rerere.apply` when no recorded resolution covers the hunk. Three c
   tuple literal, an import list, `__all__`, a call's arguments) or distinct definitions
   between the same two statements: upstream's first, then the patch's, each line once.
 
-Everything else still stops. The last two need Python, so they are tried in `.py` files only,
+Everything else still stops, and so does a hunk over MAX_LINES lines, or one that is not
+the same change by both and lies in a string that spans lines (a docstring). The last two need Python, so they are tried in `.py` files only,
 and every Python file resolved so must parse (`ast`, the interpreter's own parser: nothing
 to install, exact for what it checks; it keeps no formatting, which is why the text is
 assembled from the sides' own lines and the parser only judges it). The collection or the
@@ -94,6 +95,11 @@ def confirm(data: bytes, marked: Marked, texts: Sequence[Lines],
     for text, after in zip(texts, marked.context[1:], strict=True):
         starts.append(line)
         line += len(text) + len(after)
+    strings = _long_strings(data)
+    if strings is None or any(a <= starts[i] + len(c.text) - 1 and starts[i] <= b
+                              for i, c in autos.items() if c.kind != Kind.SAME
+                              for a, b in strings):
+        return None  # in a string, layout is content: a re-indent there is a change
     said = []
     for i, cand in sorted(autos.items()):
         if cand.kind != Kind.ENTRIES or cand.named:
@@ -107,6 +113,16 @@ def confirm(data: bytes, marked: Marked, texts: Sequence[Lines],
             return None
         said.append(name)
     return said
+
+
+def _long_strings(data: bytes) -> list[tuple[int, int]] | None:
+    """The first and last lines of each string that spans lines (None: no tokens). A hunk
+    inside one reads as code to the other checks, its words as names."""
+    try:
+        return [(tok.start[0], tok.end[0]) for tok in tokenize.tokenize(io.BytesIO(data).readline)
+                if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]]
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return None
 
 
 def describe(cand: Candidate) -> str:

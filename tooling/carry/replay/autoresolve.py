@@ -9,8 +9,9 @@ asked for by `rerere.apply` when no recorded resolution covers the hunk. Three c
   between the same two statements: upstream's first, then the patch's, each line once.
 
 Everything else still stops, and so does a hunk over MAX_LINES lines, or one that is not
-the same change by both and lies in a string that spans lines (a docstring). The last two need Python, so they are tried in `.py` files only,
-and every Python file resolved so must parse (`ast`, the interpreter's own parser: nothing
+the same change by both and lies in a string that spans lines (a docstring). The last two
+need Python, so they are tried in `.py` files only, and every Python file resolved so must
+parse (`ast`, the interpreter's own parser: nothing
 to install, exact for what it checks; it keeps no formatting, which is why the text is
 assembled from the sides' own lines and the parser only judges it). The collection or the
 definitions are found in the result's syntax tree and named: "both sides added entries to

@@ -320,6 +320,8 @@ _LIST = 'X = [\n    "a",\n]\n'
     # a `**` mapping next to a keyword the other side added: `b` may be given twice
     ("f(\n    a=1,\n)\n", "f(\n    a=1,\n    b=2,\n)\n", 'f(\n    a=1,\n    **{"b": 3},\n)\n'),
     ("r = f(a)\n", "r = f(a, b=2)\n", "r = f(\n    a,\n    **k,\n)\n"),
+    ('D = {\n    "a": 1,\n}\n', 'D = {\n    "a": 1,\n    "b": 2,\n}\n',
+     'D = {\n    "a": 1,\n    **extra,\n}\n'),
 ])
 def test_an_entry_both_sides_added_is_never_kept_twice(base: str, ours: str,
                                                         theirs: str) -> None:

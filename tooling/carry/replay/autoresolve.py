@@ -347,10 +347,14 @@ def _unique(node: ast.AST) -> bool:
 def _twice(node: ast.AST, ranges: Sequence[tuple[int, int]]) -> bool:
     """An entry both sides added, compared by value (`"b"` and `'b'  # why` are one; an
     import by the name it binds), which the merge would keep twice; or a `**` mapping added
-    to a call, which may give a keyword the other side added: refused at run time."""
+    to a call (which may give a keyword twice: refused at run time) or to a dict (whose key
+    the other side may add: one silently wins)."""
     added = [[e for e in _elements(node) if lo <= _span(e)[0] and _span(e)[1] <= hi]
              for lo, hi in ranges]
-    if any(isinstance(e, ast.keyword) and e.arg is None for side in added for e in side):
+    spread = [v for k, v in zip(node.keys, node.values, strict=True) if k is None] \
+        if isinstance(node, ast.Dict) else []  # `**m` in a dict: may hold a key added too
+    if any(isinstance(e, ast.keyword) and e.arg is None or any(e is v for v in spread)
+           for side in added for e in side):
         return True
     keys = [{_key(e) for e in side} for side in added]
     return len(keys) == 2 and bool(keys[0] & keys[1])

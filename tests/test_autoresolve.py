@@ -320,10 +320,13 @@ _LIST = 'X = [\n    "a",\n]\n'
     # a `**` mapping next to a keyword the other side added: `b` may be given twice
     ("f(\n    a=1,\n)\n", "f(\n    a=1,\n    b=2,\n)\n", 'f(\n    a=1,\n    **{"b": 3},\n)\n'),
     ("r = f(a)\n", "r = f(a, b=2)\n", "r = f(\n    a,\n    **k,\n)\n"),
+    # positional arguments added by both: each meant its own position
+    ("f(\n    a,\n)\n", "f(\n    a,\n    b,\n)\n", "f(\n    a,\n    c,\n)\n"),
+    ("r = f(a)\n", "r = f(a, b)\n", "r = f(\n    a,\n    c,\n)\n"),
     ('D = {\n    "a": 1,\n}\n', 'D = {\n    "a": 1,\n    "b": 2,\n}\n',
      'D = {\n    "a": 1,\n    **extra,\n}\n'),
 ])
-def test_an_entry_both_sides_added_is_never_kept_twice(base: str, ours: str,
+def test_what_both_sides_added_that_may_clash_stops(base: str, ours: str,
                                                         theirs: str) -> None:
     assert resolves(base, ours, theirs) is None
     assert resolves(base, theirs, ours) is None

@@ -354,8 +354,9 @@ def _twice(node: ast.AST, ranges: Sequence[tuple[int, int]]) -> bool:
     spread = [v for k, v in zip(node.keys, node.values, strict=True) if k is None] \
         if isinstance(node, ast.Dict) else []  # `**m` in a dict: may hold a key added too
     if any(isinstance(e, ast.keyword) and e.arg is None or any(e is v for v in spread)
-           for side in added for e in side):
-        return True
+           for side in added for e in side) or isinstance(node, ast.Call) and all(
+            any(not isinstance(e, ast.keyword) for e in side) for side in added):
+        return True  # (both added positional arguments: each meant its own position)
     keys = [{_key(e) for e in side} for side in added]
     return len(keys) == 2 and bool(keys[0] & keys[1])
 

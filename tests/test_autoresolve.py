@@ -353,6 +353,7 @@ def test_a_huge_hunk_stops_at_once() -> None:
 
 _YAML = 'S = """\nkey:\n  a: 1\n  b: 1\n"""\n'
 _DOC = 'def f():\n    """Doc.\n\n    one two three\n    """\n'
+_IF = "def f(x):\n    if x:\n        a()\n    b()\n"
 
 
 @pytest.mark.parametrize(("base", "ours", "theirs"), [
@@ -360,7 +361,10 @@ _DOC = 'def f():\n    """Doc.\n\n    one two three\n    """\n'
     (_YAML, _YAML.replace("  a: 1", "    a: 1"), _YAML.replace("  a: 1", "  a: 2")),
     (_DOC, _DOC.replace("one two three", "one two\n    three"),
      _DOC.replace("one two three", "one two four")),
+    # a statement moved into a block, or two put on one line, is a change, not a re-format
+    (_IF, _IF.replace("\n    b()", "\n        b()"), _IF.replace("a()", "c()")),
+    ("x = 1\ny = 2\n", "x = 1; y = 2\n", "x = 3\ny = 2\n"),
 ])
-def test_a_reformat_inside_a_string_stops(base: str, ours: str, theirs: str) -> None:
+def test_what_only_looks_like_a_reformat_stops(base: str, ours: str, theirs: str) -> None:
     assert resolves(base, ours, theirs) is None
     assert resolves(base, theirs, ours) is None

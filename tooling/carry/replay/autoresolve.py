@@ -2,8 +2,8 @@
 asked for by `rerere.apply` when no recorded resolution covers the hunk. Three classes:
 
 - both sides made the same change (and perhaps others, on lines the other side left alone);
-- one side only re-formatted (whitespace, line wrapping, a trailing comma) what the other
-  changed: the other side's text wins;
+- one side only re-formatted (whitespace, line wrapping, a trailing comma; not a statement's
+  indentation) what the other changed: the other side's text wins (`pylayout`);
 - both sides added distinct entries at one place of one collection (a dict, list, set or
   tuple literal, an import list, `__all__`, a call's arguments) or distinct definitions
   between the same two statements: upstream's first, then the patch's, each line once.
@@ -22,19 +22,14 @@ from __future__ import annotations
 
 import ast
 import difflib
-import io
-import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from carry.replay import pymerge
+from carry.replay import pylayout, pymerge
 from carry.replay.recorded import Hunk, Lines, Marked
 
 PYTHON = (".py", ".pyi")
-_CLOSING = {")", "]", "}"}
-_SKIP = {tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
-_DEPTH = 64  # open brackets put before a fragment, so that its indentation is not read
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign,
          ast.Import, ast.ImportFrom)
 _COLLECTIONS = (ast.Dict, ast.List, ast.Set, ast.Tuple, ast.ImportFrom, ast.Call)
@@ -72,7 +67,7 @@ def candidate(hunk: Hunk, python: bool) -> Candidate | None:
         return Candidate(same, Kind.SAME)
     if not python:
         return None
-    layout = [_tokens(x) for x in (b, o, t)]
+    layout = [pylayout.tokens(x) for x in (b, o, t)]
     if layout[0] is not None and (layout[1] == layout[0]) != (layout[2] == layout[0]):
         if layout[1] == layout[0]:
             return Candidate(t, Kind.REFORMAT, "upstream")
@@ -96,7 +91,7 @@ def confirm(data: bytes, marked: Marked, texts: Sequence[Lines],
     for text, after in zip(texts, marked.context[1:], strict=True):
         starts.append(line)
         line += len(text) + len(after)
-    strings = _long_strings(data)
+    strings = pylayout.long_strings(data)
     if strings is None or any(a <= starts[i] + len(c.text) - 1 and starts[i] <= b
                               for i, c in autos.items() if c.kind != Kind.SAME
                               for a, b in strings):
@@ -114,16 +109,6 @@ def confirm(data: bytes, marked: Marked, texts: Sequence[Lines],
             return None
         said.append(name)
     return said
-
-
-def _long_strings(data: bytes) -> list[tuple[int, int]] | None:
-    """The first and last lines of each string that spans lines (None: no tokens). A hunk
-    inside one reads as code to the other checks, its words as names."""
-    try:
-        return [(tok.start[0], tok.end[0]) for tok in tokenize.tokenize(io.BytesIO(data).readline)
-                if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]]
-    except (tokenize.TokenError, SyntaxError, ValueError):
-        return None
 
 
 def describe(cand: Candidate) -> str:
@@ -177,29 +162,6 @@ def _same(b: Lines, o: Lines, t: Lines) -> Lines | None:
             out += [*b[pos:i1], *lines]
             pos = i2
     return tuple(out + list(b[pos:])) if shared else None
-
-
-def _tokens(lines: Lines) -> list[str] | None:
-    """The fragment's Python tokens without layout (line breaks, indentation, a comma before
-    a closing bracket), or None when it does not tokenize on its own."""
-    try:
-        text = "(" * _DEPTH + b"".join(lines).decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    out: list[str] = []
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type not in _SKIP:
-                out.append(tok.string)
-    except tokenize.TokenError as exc:
-        if "statement" not in str(exc.args[0]):
-            return None  # a string left open: its text was not read
-        # else the open brackets never close: the end of the fragment
-    except (SyntaxError, ValueError):
-        return None
-    out = out[_DEPTH:]
-    return [s for k, s in enumerate(out)
-            if not (s == "," and k + 1 < len(out) and out[k + 1] in _CLOSING)]
 
 
 def _blank(line: bytes) -> bool:

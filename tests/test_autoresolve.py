@@ -265,3 +265,106 @@ def test_candidates(base: tuple[bytes, ...], ours: tuple[bytes, ...],
     assert autoresolve.candidate(Hunk(ours, base, theirs), True) is not None
     # the other way round too: which side is upstream's does not decide whether it resolves
     assert autoresolve.candidate(Hunk(theirs, base, ours), True) is not None
+
+
+def test_a_resumed_rebase_keeps_no_auto_resolve(upstream: CommitBuilder,
+                                                make_series: MakeSeries,
+                                                series_root: Path) -> None:
+    """Begun with `--no-auto-resolve`, a rebase resumed with `--continue` still stops at a
+    conflict its three texts decide (it is in the state); a state from before the field was
+    added resumes with it on."""
+    base = {"src/a.py": "A = 1\n", "src/k.py": BASE}
+    upstream.checkout("base")
+    upstream.commit("Two files", base)
+    upstream.tag("kbase")
+    git(upstream.path, "checkout", "-q", "-b", "feature")
+    upstream.commit("Change a", {"src/a.py": "A = 3\n"})
+    upstream.commit("Add c", {"src/k.py": BASE.replace('"a": 1,\n', '"a": 1,\n    "c": 3,\n')})
+    upstream.checkout("main")
+    upstream.commit("Two files", base)
+    upstream.commit("Upstream change", {
+        "src/a.py": "A = 2\n", "src/k.py": BASE.replace('"a": 1,\n', '"a": 1,\n    "b": 2,\n')})
+    make_series(upstream, "feature", base="kbase")
+    args = ("--repo", str(upstream.path), "--series-dir", str(series_root))
+    assert run_carry("rebase", "demo", "--onto", "main", "--no-auto-resolve", *args).code == 1
+    path = upstream.path / ".git/carry/rebase/demo/main.json"
+    state = json.loads(path.read_text())
+    assert state["auto_resolve"] is False and state["position"] == 0
+    assert run_carry("rebase", "--resolve", *args).code == 1
+    (Path(state["worktree"]) / "src/a.py").write_text("A = 23\n")
+    res = run_carry("rebase", "--continue", "--json", *args)
+    assert res.code == 1, res.out + res.err
+    [d] = json.loads(res.out)
+    assert [p["status"] for p in d["patches"]] == ["applied", "conflict"], d["patches"]
+    state = json.loads(path.read_text())
+    assert state["auto_resolve"] is False and state["position"] == 1
+    from carry.rebase.state import RebaseState
+
+    del state["auto_resolve"]  # as written before the field existed: auto-resolve was on
+    assert RebaseState.from_json(state).auto_resolve is True
+
+
+_LIST = 'X = [\n    "a",\n]\n'
+
+
+@pytest.mark.parametrize(("base", "ours", "theirs"), [
+    # one entry added by both, written differently: kept twice
+    (_LIST, _LIST.replace('"a",', '"a",\n    "b",'), _LIST.replace('"a",', "\"a\",\n    'b',")),
+    (_LIST, _LIST.replace('"a",', '"a",\n    "b",  # up'),
+     _LIST.replace('"a",', '"a",\n    "b",  # mine')),
+    (_LIST, _LIST.replace('"a",', '"a",\n    "b", "c",'),
+     _LIST.replace('"a",', '"a",\n    "d", "b",')),
+    ("S = {\n    1,\n}\n", "S = {\n    1,\n    2,\n}\n", "S = {\n    1,\n    2 ,\n}\n"),
+    ("from m import (\n    a,\n)\n", "from m import (\n    a,\n    b,\n)\n",
+     "from m import (\n    a,\n    b as b,\n)\n"),
+    # a `**` mapping next to a keyword the other side added: `b` may be given twice
+    ("f(\n    a=1,\n)\n", "f(\n    a=1,\n    b=2,\n)\n", 'f(\n    a=1,\n    **{"b": 3},\n)\n'),
+    ("r = f(a)\n", "r = f(a, b=2)\n", "r = f(\n    a,\n    **k,\n)\n"),
+    # positional arguments added by both: each meant its own position
+    ("f(\n    a,\n)\n", "f(\n    a,\n    b,\n)\n", "f(\n    a,\n    c,\n)\n"),
+    ("r = f(a)\n", "r = f(a, b)\n", "r = f(\n    a,\n    c,\n)\n"),
+    ('D = {\n    "a": 1,\n}\n', 'D = {\n    "a": 1,\n    "b": 2,\n}\n',
+     'D = {\n    "a": 1,\n    **extra,\n}\n'),
+])
+def test_what_both_sides_added_that_may_clash_stops(base: str, ours: str,
+                                                        theirs: str) -> None:
+    assert resolves(base, ours, theirs) is None
+    assert resolves(base, theirs, ours) is None
+
+
+def test_a_huge_hunk_stops_at_once() -> None:
+    """Both sides made the same change to a 5,000-line block, one side another change too:
+    decidable, but the line diffs are quadratic (minutes for 20,000 lines, in every replay
+    and probe), so a hunk longer than MAX_LINES stops instead."""
+    import time
+
+    n = 5 * autoresolve.MAX_LINES
+    base = tuple(f"x{i} = {i}\n".encode() for i in range(n))
+    ours = (b"x0 = -1\n", *base[1:])
+    theirs = (b"x0 = -1\n", *base[1:-1], b"x = 0\n")
+    start = time.monotonic()
+    assert autoresolve.candidate(Hunk(ours, base, theirs), True) is None
+    assert autoresolve.candidate(Hunk(ours, base, theirs), False) is None
+    assert time.monotonic() - start < 1
+    small = Hunk(ours[:10] + (b"y = 1\n",), base[:10] + (b"y = 0\n",),
+                 theirs[:10] + (b"y = 1\n",))
+    assert autoresolve.candidate(small, False) is not None
+
+
+_YAML = 'S = """\nkey:\n  a: 1\n  b: 1\n"""\n'
+_DOC = 'def f():\n    """Doc.\n\n    one two three\n    """\n'
+_IF = "def f(x):\n    if x:\n        a()\n    b()\n"
+
+
+@pytest.mark.parametrize(("base", "ours", "theirs"), [
+    # a re-indent inside a string is a change of its content, not a re-format
+    (_YAML, _YAML.replace("  a: 1", "    a: 1"), _YAML.replace("  a: 1", "  a: 2")),
+    (_DOC, _DOC.replace("one two three", "one two\n    three"),
+     _DOC.replace("one two three", "one two four")),
+    # a statement moved into a block, or two put on one line, is a change, not a re-format
+    (_IF, _IF.replace("\n    b()", "\n        b()"), _IF.replace("a()", "c()")),
+    ("x = 1\ny = 2\n", "x = 1; y = 2\n", "x = 3\ny = 2\n"),
+])
+def test_what_only_looks_like_a_reformat_stops(base: str, ours: str, theirs: str) -> None:
+    assert resolves(base, ours, theirs) is None
+    assert resolves(base, theirs, ours) is None

@@ -266,3 +266,37 @@ def test_furthest_goes_past_a_conflict_that_resolves_by_itself(
         assert "blocked by" not in r.out and "resolved by itself" in r.out, r.out
     else:
         assert "up to #43009 (9 of 20 commits); blocked by #43010 on 0001" in r.out, r.out
+
+
+def test_a_line_that_does_not_pass_through_the_base_is_refused(series: CommitBuilder,
+                                                                series_root: Path) -> None:
+    """Unrelated history, a ref behind the base, a line that reaches the base only through a
+    merge: no point of it is the base plus upstream commits. One line, exit 2, nothing
+    written (before, an unrelated line said "nothing moves" and a ref behind the base was
+    called the tip and then replayed onto, to a conflict)."""
+    _upstream(series, blocks=None)
+    git(series.path, "checkout", "-q", "--orphan", "other")
+    series.commit("Unrelated (#1)", {"x.txt": "x\n"})
+    git(series.path, "checkout", "-q", "-b", "merged", "other")
+    git(series.path, "merge", "-q", "--no-edit", "--allow-unrelated-histories", "-m",
+        "Merge main", "main")
+    series.checkout("main")
+    args = ("--repo", str(series.path), "--series-dir", str(series_root))
+    for ref in ("other", "base~1", "merged", "main,other"):
+        onto = [x for r in ref.split(",") for x in ("--onto", r)]
+        r = run_carry("rebase", "demo", *onto, "--furthest", *args)
+        assert r.code == 2, (ref, r.out, r.err)
+        assert r.err.count("\n") == 1 and "does not pass through the series base" in r.err, \
+            (ref, r.err)
+        assert git(series.path, "for-each-ref", "refs/heads/carry") == ""
+        assert not list((series.path / ".git" / "carry").glob("**/*.json"))
+    shallow = series.path.parent / "shallow"  # main's line cut short before the base
+    subprocess.run(["git", "clone", "-q", "--depth", "5", "--no-local", "--branch", "main",
+                    str(series.path), str(shallow)], check=True)
+    git(shallow, "fetch", "-q", "--depth", "1", "origin", "refs/tags/base:refs/tags/base")
+    r = run_carry("rebase", "demo", "--onto", "origin/main", "--furthest", "--dry-run",
+                  "--repo", str(shallow), "--series-dir", str(series_root))
+    assert r.code == 2 and r.err.count("\n") == 1 and "git fetch --unshallow" in r.err, r.err
+    assert _rebase(series, series_root).code == 0  # the base itself is on main's line
+    assert run_carry("rebase", "demo", "--onto", "base", "--furthest", "--dry-run",
+                     *args).code == 0

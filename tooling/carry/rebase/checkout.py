@@ -35,7 +35,7 @@ def stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarge
         series.name, str(series.root), st.StateTarget.of(target), *branch,
         series.manifest.version if refresh else None, st.Phase.CONFLICT, done.head,
         done.stop or 0, str(wt), list(done.paths), list(result.patches), ready=False,
-        trial=list(done.trial))
+        trial=list(done.trial), auto_resolve=done.auto)
     path = st.state_path(repo, series.name, target.slug)
     st.write(repo, path, state)
     if make or repo.made_by_carry(wt):  # not the empty folder a shell was left in (remove)

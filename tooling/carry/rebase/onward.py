@@ -73,7 +73,8 @@ def _past_stop(series: Series, repo: Repo, state: st.RebaseState, result: Target
     if taken is not None and taken.stop is not None:
         stop(series, repo, result, t, (state.branch, state.branch_old),
              state.refresh_from is not None,
-             Replayed(result, taken.stop, taken.paths, taken.head, state.trial))
+             Replayed(result, taken.stop, taken.paths, taken.head, state.trial,
+                      state.auto_resolve))
         return True
     for later in steps[pos + 1:] if taken is None else ():
         if later.status == PatchStatus.WOULD_CONFLICT:  # a forecast: replayed for real now
@@ -94,7 +95,8 @@ def _dealt_with(series: Series, repo: Repo, state: st.RebaseState, result: Targe
         step.status, step.reason = PatchStatus.SKIPPED, "left out with --skip"
         return head
     if not state.ready:  # no worktree holds this stop yet
-        recorded = take_recorded(series, repo, step, head, repo.committer_ident())
+        recorded = take_recorded(series, repo, step, head, repo.committer_ident(),
+                                 state.auto_resolve)
         if recorded is None:
             raise CarryError(f"{step.file} is not resolved yet: no worktree holds the "
                              f"conflict on {t.name}",
@@ -106,7 +108,8 @@ def _dealt_with(series: Series, repo: Repo, state: st.RebaseState, result: Targe
     try:
         resolved = take_resolution(repo, wt, step, head, state.paths, committer, force)
     except CarryError:  # markers left: resolved since on another target, recorded?
-        resolved = take_recorded(series, repo, step, head, committer) or ""
+        resolved = take_recorded(series, repo, step, head, committer,
+                                 state.auto_resolve) or ""
         if not resolved:
             raise
     else:
@@ -122,12 +125,13 @@ def _replay_rest(series: Series, repo: Repo, state: st.RebaseState,
     steps, head, t = state.patches, state.head, state.target
     branch, refresh = (state.branch, state.branch_old), state.refresh_from is not None
     if any(s.status == PatchStatus.PENDING for s in steps):  # none after a skip took a trial
-        committer, recorded = repo.committer_ident(), resolutions(series)
+        committer = repo.committer_ident()
+        recorded = resolutions(series, state.auto_resolve)  # as the rebase began
         head, at, paths = run_steps(repo, steps, head, committer, recorded=recorded)
         if at is not None:
             trial = forecast(repo, steps, at, head, committer, recorded, onto=t.sha)
             stop(series, repo, result, t, branch, refresh,
-                 Replayed(result, at, paths, head, trial))
+                 Replayed(result, at, paths, head, trial, state.auto_resolve))
             return
     if state.worktree:
         remove_worktree(repo, Path(state.worktree))

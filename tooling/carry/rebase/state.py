@@ -89,6 +89,8 @@ class RebaseState:
     started: str = field(
         default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     group: list[GroupEntry] = field(default_factory=list)
+    auto_resolve: bool = True  # False: begun with --no-auto-resolve, and resumed so; a state
+    # from before the field existed was begun with it on
 
     @property
     def stop(self) -> PatchResult:
@@ -110,7 +112,8 @@ class RebaseState:
             "phase": self.phase.value, "head": self.head, "position": self.position,
             "worktree": self.worktree, "paths": list(self.paths),
             "patches": [asdict(p) for p in self.patches], "ready": self.ready,
-            "trial": [asdict(p) for p in self.trial], "started": self.started}
+            "trial": [asdict(p) for p in self.trial], "started": self.started,
+            "auto_resolve": self.auto_resolve}
         if self.group:
             data["group"] = [asdict(g) for g in self.group]
         return data

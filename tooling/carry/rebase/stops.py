@@ -94,5 +94,6 @@ def resolve(series: Series, repo: Repo, which: Sequence[str]) -> list[TargetResu
         return [result]
     stop(series, repo, result, t, (state.branch, state.branch_old),
          state.refresh_from is not None,
-         Replayed(result, state.position, state.paths, state.head, state.trial), make=True)
+         Replayed(result, state.position, state.paths, state.head, state.trial,
+                  state.auto_resolve), make=True)
     return [result]

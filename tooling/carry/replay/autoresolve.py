@@ -2,14 +2,16 @@
 asked for by `rerere.apply` when no recorded resolution covers the hunk. Three classes:
 
 - both sides made the same change (and perhaps others, on lines the other side left alone);
-- one side only re-formatted (whitespace, line wrapping, a trailing comma) what the other
-  changed: the other side's text wins;
+- one side only re-formatted (whitespace, line wrapping, a trailing comma; not a statement's
+  indentation) what the other changed: the other side's text wins (`pylayout`);
 - both sides added distinct entries at one place of one collection (a dict, list, set or
   tuple literal, an import list, `__all__`, a call's arguments) or distinct definitions
   between the same two statements: upstream's first, then the patch's, each line once.
 
-Everything else still stops. The last two need Python, so they are tried in `.py` files only,
-and every Python file resolved so must parse (`ast`, the interpreter's own parser: nothing
+Everything else still stops, and so does a hunk over MAX_LINES lines, or one that is not
+the same change by both and lies in a string that spans lines (a docstring). The last two
+need Python, so they are tried in `.py` files only, and every Python file resolved so must
+parse (`ast`, the interpreter's own parser: nothing
 to install, exact for what it checks; it keeps no formatting, which is why the text is
 assembled from the sides' own lines and the parser only judges it). The collection or the
 definitions are found in the result's syntax tree and named: "both sides added entries to
@@ -20,22 +22,20 @@ from __future__ import annotations
 
 import ast
 import difflib
-import io
-import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from carry.replay import pymerge
+from carry.replay import pylayout, pymerge
 from carry.replay.recorded import Hunk, Lines, Marked
 
 PYTHON = (".py", ".pyi")
-_CLOSING = {")", "]", "}"}
-_SKIP = {tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
-_DEPTH = 64  # open brackets put before a fragment, so that its indentation is not read
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign,
          ast.Import, ast.ImportFrom)
 _COLLECTIONS = (ast.Dict, ast.List, ast.Set, ast.Tuple, ast.ImportFrom, ast.Call)
+# a longer side stops: the line diffs are quadratic in it (a hunk of 20,000 lines took over a
+# minute, in every replay and `--furthest` probe), and a conflict that large wants a person
+MAX_LINES = 1000
 
 
 class Kind(StrEnum):
@@ -60,12 +60,14 @@ class Candidate:
 def candidate(hunk: Hunk, python: bool) -> Candidate | None:
     """The hunk's text, when its three texts decide it (not yet checked in its file)."""
     o, b, t = hunk.ours, hunk.base, hunk.theirs
+    if max(len(o), len(b), len(t)) > MAX_LINES:
+        return None
     same = _same(b, o, t)
     if same is not None:
         return Candidate(same, Kind.SAME)
     if not python:
         return None
-    layout = [_tokens(x) for x in (b, o, t)]
+    layout = [pylayout.tokens(x) for x in (b, o, t)]
     if layout[0] is not None and (layout[1] == layout[0]) != (layout[2] == layout[0]):
         if layout[1] == layout[0]:
             return Candidate(t, Kind.REFORMAT, "upstream")
@@ -89,6 +91,11 @@ def confirm(data: bytes, marked: Marked, texts: Sequence[Lines],
     for text, after in zip(texts, marked.context[1:], strict=True):
         starts.append(line)
         line += len(text) + len(after)
+    strings = pylayout.long_strings(data)
+    if strings is None or any(a <= starts[i] + len(c.text) - 1 and starts[i] <= b
+                              for i, c in autos.items() if c.kind != Kind.SAME
+                              for a, b in strings):
+        return None  # in a string, layout is content: a re-indent there is a change
     said = []
     for i, cand in sorted(autos.items()):
         if cand.kind != Kind.ENTRIES or cand.named:
@@ -155,29 +162,6 @@ def _same(b: Lines, o: Lines, t: Lines) -> Lines | None:
             out += [*b[pos:i1], *lines]
             pos = i2
     return tuple(out + list(b[pos:])) if shared else None
-
-
-def _tokens(lines: Lines) -> list[str] | None:
-    """The fragment's Python tokens without layout (line breaks, indentation, a comma before
-    a closing bracket), or None when it does not tokenize on its own."""
-    try:
-        text = "(" * _DEPTH + b"".join(lines).decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    out: list[str] = []
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type not in _SKIP:
-                out.append(tok.string)
-    except tokenize.TokenError as exc:
-        if "statement" not in str(exc.args[0]):
-            return None  # a string left open: its text was not read
-        # else the open brackets never close: the end of the fragment
-    except (SyntaxError, ValueError):
-        return None
-    out = out[_DEPTH:]
-    return [s for k, s in enumerate(out)
-            if not (s == "," and k + 1 < len(out) and out[k + 1] in _CLOSING)]
 
 
 def _blank(line: bytes) -> bool:
@@ -301,7 +285,8 @@ def _where(tree: ast.Module, ranges: list[tuple[int, int]]) -> str | None:
                 if any(every.count(n) > 1 for n in names):
                     return None  # one would silently replace the other
                 return "both sides added definitions (" + ", ".join(names) + ")"
-    if best is None or not _covers(_elements(best[1]), ranges) or not _unique(best[1]):
+    if best is None or not _covers(_elements(best[1]), ranges) or not _unique(best[1]) \
+            or _twice(best[1], ranges):
         return None
     for elt in _elements(best[1]):  # each entry fully kept: nothing added inside another
         a, b = _span(elt)
@@ -319,6 +304,29 @@ def _unique(node: ast.AST) -> bool:
     else:
         return True
     return len(keys) == len(set(keys))
+
+
+def _twice(node: ast.AST, ranges: Sequence[tuple[int, int]]) -> bool:
+    """An entry both sides added, compared by value (`"b"` and `'b'  # why` are one; an
+    import by the name it binds), which the merge would keep twice; or a `**` mapping added
+    to a call (which may give a keyword twice: refused at run time) or to a dict (whose key
+    the other side may add: one silently wins)."""
+    added = [[e for e in _elements(node) if lo <= _span(e)[0] and _span(e)[1] <= hi]
+             for lo, hi in ranges]
+    spread = [v for k, v in zip(node.keys, node.values, strict=True) if k is None] \
+        if isinstance(node, ast.Dict) else []  # `**m` in a dict: may hold a key added too
+    if any(isinstance(e, ast.keyword) and e.arg is None or any(e is v for v in spread)
+           for side in added for e in side) or isinstance(node, ast.Call) and all(
+            any(not isinstance(e, ast.keyword) for e in side) for side in added):
+        return True  # (both added positional arguments: each meant its own position)
+    keys = [{_key(e) for e in side} for side in added]
+    return len(keys) == 2 and bool(keys[0] & keys[1])
+
+
+def _key(entry: ast.AST) -> str:
+    if isinstance(entry, ast.alias):
+        return entry.asname or entry.name
+    return ast.dump(entry)
 
 
 def _names(stmt: ast.stmt) -> list[str]:

@@ -117,13 +117,16 @@ class TargetResult:
 class Replayed:
     """A replay's outcome: the result, where it stopped (None: it did not), the paths of the
     stop and the head so far (the commit a resolution goes on); `trial`, the forecast's
-    replay of the rest with the stop left out, which a `--skip` takes as it is."""
+    replay of the rest with the stop left out, which a `--skip` takes as it is; `auto`,
+    whether conflicts their three texts decide resolved by themselves (`--no-auto-resolve`
+    off), which the saved state keeps for the resume."""
 
     result: TargetResult
     stop: int | None
     paths: list[str]
     head: str
     trial: list[PatchResult] = field(default_factory=list)
+    auto: bool = True
 
 
 def steps_for(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchResult]:
@@ -228,7 +231,7 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
                           line=fork_line(series, target.name, target.ref))
     if stop is None:
         result.audit = audited(repo, result)
-    return Replayed(result, stop, paths, head, trial)
+    return Replayed(result, stop, paths, head, trial, auto)
 
 
 def audited(repo: Repo, result: TargetResult) -> list[AuditFinding]:

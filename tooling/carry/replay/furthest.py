@@ -139,15 +139,31 @@ def find(series: Series, repo: Repo, base: str, carried: Sequence[Carried],
     line = repo.first_parent_chain(target.sha, base)
     if line is None:
         raise CarryError(f"cannot list the first-parent line {base[:12]}..{target.ref}")
+    _through_base(repo, line, base, target)
     at, stop, probes = bisect(line, prober(series, repo, base, carried, committer, auto))
     reach = Reach.TIP if at == len(line) - 1 else Reach.PARTIAL if at >= 0 else Reach.NONE
-    onto_sha = line[at] if at >= 0 else (repo.read_commit(line[0]).parents or (base,))[0] \
-        if line else target.sha
+    onto_sha = line[at] if at >= 0 else base
     blocker = None
     if stop is not None:
         blocker = Blocker(_point(repo, line[at + 1]), stop[0], stop[1])
     return Furthest(target.name, target.ref, reach, _point(repo, onto_sha), at + 1, len(line),
                     blocker, probes)
+
+
+def _through_base(repo: Repo, line: Sequence[str], base: str, target: ResolvedTarget) -> None:
+    """Refuse a line that does not start at the base: REF behind it, unrelated, past it only
+    through a merge, or cut short by a shallow clone. No point of such a line is the base
+    plus upstream commits, and the bisection's start would not be known to pass."""
+    start = repo.read_commit(line[0]).parents[:1] if line else (target.sha,)
+    if start == (base,):
+        return
+    cut = bool(line) and line[0] in repo.shallow_boundary()
+    why = " (the clone is shallow: its history is cut short)" if cut \
+        else " (it ends at a root: unrelated history)" if not start else ""
+    raise CarryError(f"--furthest: the first-parent line of {target.ref} does not pass "
+                     f"through the series base {base[:12]}{why}",
+                     hint=("git fetch --unshallow, or " if cut else "")
+                     + f"rebase onto {target.ref} without --furthest")
 
 
 def _point(repo: Repo, sha: str) -> Point:

@@ -44,6 +44,11 @@ def merge(base: Lines, ours: Lines, theirs: Lines) -> Merged | None:
             or set(added_o) & set(added_t):
         return None
     new = _elements(nt)[len(eb):]
+    if any(isinstance(e, ast.keyword) and e.arg is None for e in [*_elements(no), *new]):
+        return None  # a `**` mapping may give a keyword the other side added
+    if isinstance(no, ast.Call) and all(any(not isinstance(e, ast.keyword) for e in side)
+                                        for side in (_elements(no)[len(eb):], new)):
+        return None  # both added positional arguments: each meant its own position
     if any(e.lineno != e.end_lineno for e in new):
         return None
     if isinstance(no, ast.Call):  # a keyword given twice: the call is refused at run time

@@ -178,15 +178,16 @@ def prune(series: Series, repo: Repo | None) -> tuple[dict[str, str], int, str]:
 
 
 def take_recorded(series: Series, repo: Repo, step: PatchResult, head: str,
-                  committer: Ident) -> str | None:
+                  committer: Ident, auto: bool = True) -> str | None:
     """The stopped patch resolved by the series' recorded resolutions instead of by hand
     (`runs.resolved`, as a replay does): for a target that stopped at the same conflict
     before the resolution was recorded (two targets of one run), whose worktree still holds
     the markers; the hunks their three texts decide resolve by themselves unless the
-    manifest's `policy.auto_resolve` is off. None when they do not resolve it."""
+    manifest's `policy.auto_resolve` is off or the rebase began with `--no-auto-resolve`
+    (`auto`). None when they do not resolve it."""
     from carry.replay.engine import resolutions
     from carry.replay.runs import resolved
 
     source = repo.read_commit(step.source)
-    fixed = resolved(repo, resolutions(series), step, source, head, committer)
+    fixed = resolved(repo, resolutions(series, auto), step, source, head, committer)
     return None if fixed is None else fixed[0]

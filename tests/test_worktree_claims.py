@@ -316,3 +316,28 @@ def test_a_kill_inside_the_worktrees_removal_leaves_nothing_behind(
     assert res.code == 0, res.err
     assert not root.exists(), sorted(root.rglob("*"))
     assert "upstream.carry" not in git(upstream.path, "worktree", "list", "--porcelain")
+
+
+@pytest.mark.parametrize("then", ["--resolve", "--abort"])
+def test_a_kill_inside_git_worktree_add_before_head_is_written_is_still_carrys(
+        upstream: CommitBuilder, series_root: Path, then: str) -> None:
+    """`git worktree add` writes carry's lock mark, the `.git` file, then a placeholder HEAD
+    with a plain open and write (no rename): a kill between the two leaves an empty HEAD
+    (and no commondir yet). That worktree is carry's own, made again or removed, never
+    refused as someone else's (CI's 30 kills of --resolve once hit it, under load)."""
+    args = conflicting_series(upstream, series_root)
+    assert run_carry("rebase", "demo", "--onto", "main", *args).code == 1
+    assert run_carry("rebase", "demo", "--resolve", *args).code == 1
+    wt = upstream.path.parent / "upstream.carry" / "demo" / "main"
+    admin = Path(git(wt, "rev-parse", "--absolute-git-dir"))
+    (admin / "HEAD").write_text("")
+    (admin / "commondir").unlink()
+    res = run_carry("rebase", "demo", then, *args)
+    if then == "--resolve":
+        assert res.code == 1 and f"resolve in {wt}" in res.out, res.err
+        assert "<<<<<<<" in (wt / "src/util.py").read_text()
+        assert run_carry("rebase", "demo", "--abort", *args).code == 0
+    else:
+        assert res.code == 0, res.err
+    assert not (upstream.path.parent / "upstream.carry").exists()
+    assert "upstream.carry" not in git(upstream.path, "worktree", "list", "--porcelain")

@@ -57,7 +57,9 @@ class Worktrees(Base):
     def made_by_carry(self, path: Path) -> bool:
         """Whether carry may reset or remove `path`: a worktree of this repository (not a
         symlink to one), locked with carry's own mark, its HEAD detached as carry leaves it
-        (a worktree on a branch is the user's). Anything else is somebody's work."""
+        (a worktree on a branch is the user's). Anything else is somebody's work. A HEAD
+        missing or empty is the placeholder git's `add` writes after carry's mark with a
+        plain open and write: a kill, or a preemption under load, can land in between."""
         admin = None if path.is_symlink() else self._admin(path)
         if admin is None:
             return False
@@ -66,7 +68,7 @@ class Worktrees(Base):
         except (OSError, ValueError):
             return False
         try:
-            head = (admin / "HEAD").read_text("utf-8").strip()
+            head = (admin / "HEAD").read_text("utf-8").strip() or "0" * 40
         except FileNotFoundError:  # a kill inside carry's own `add`, before it wrote HEAD
             head = "0" * 40
         except (OSError, ValueError):

@@ -341,3 +341,23 @@ def test_a_kill_inside_git_worktree_add_before_head_is_written_is_still_carrys(
         assert res.code == 0, res.err
     assert not (upstream.path.parent / "upstream.carry").exists()
     assert "upstream.carry" not in git(upstream.path, "worktree", "list", "--porcelain")
+
+
+def test_a_worktrees_registration_goes_in_one_rename_and_a_kills_leftover_is_swept(
+        upstream: CommitBuilder, series_root: Path) -> None:
+    """carry forgets its worktree by moving the admin folder out of `.git/worktrees/` in one
+    rename, then deleting it: a kill inside a plain delete would leave a folder there with
+    its lock gone and its gitdir kept, which no later run could claim. What a kill leaves in
+    carry's own `trash/` goes with the next removal."""
+    args = conflicting_series(upstream, series_root)
+    assert run_carry("rebase", "demo", "--onto", "main", *args).code == 1
+    assert run_carry("rebase", "demo", "--resolve", *args).code == 1
+    trash = upstream.path / ".git" / "carry" / "trash"
+    half = trash / "main.1.2"  # as a kill inside the delete leaves it
+    half.mkdir(parents=True)
+    (half / "gitdir").write_text(str(upstream.path.parent / "gone" / ".git") + "\n")
+    assert run_carry("rebase", "demo", "--abort", *args).code == 0
+    assert not (upstream.path / ".git" / "worktrees").exists() or not any(
+        (upstream.path / ".git" / "worktrees").iterdir())
+    assert not half.exists() and not any(trash.iterdir())
+    assert "upstream.carry" not in git(upstream.path, "worktree", "list", "--porcelain")

@@ -3,7 +3,9 @@ resolve) or a validation checkout, each in a folder of its own, never the user's
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 from typing import Self
 
@@ -138,7 +140,23 @@ class Worktrees(Base):
             if locked in ("initializing", MARK) and (named == want
                                                      or not named.parent.exists()) \
                     and not admin.is_symlink():
-                shutil.rmtree(admin, ignore_errors=True)
+                self._discard(admin)
+
+    def _discard(self, admin: Path) -> None:
+        """An admin folder out of `worktrees/` in one rename, then deleted: a kill inside a
+        plain delete would leave one with its lock gone and its gitdir kept, which nothing
+        may then claim and which `git worktree` reads on every call. What a kill leaves in
+        carry's own `trash/` is swept by the next discard."""
+        trash = self.carry_dir() / "trash"
+        for left in trash.iterdir() if trash.is_dir() else ():
+            shutil.rmtree(left, ignore_errors=True)
+        trash.mkdir(exist_ok=True)
+        gone = trash / f"{admin.name}.{os.getpid()}.{time.monotonic_ns()}"
+        try:
+            admin.rename(gone)
+        except OSError:
+            return
+        shutil.rmtree(gone, ignore_errors=True)
 
     def worktree_prune(self) -> None:
         self._run("worktree", "prune", check=False)

@@ -361,3 +361,27 @@ def test_a_worktrees_registration_goes_in_one_rename_and_a_kills_leftover_is_swe
         (upstream.path / ".git" / "worktrees").iterdir())
     assert not half.exists() and not any(trash.iterdir())
     assert "upstream.carry" not in git(upstream.path, "worktree", "list", "--porcelain")
+
+
+def test_a_kill_inside_the_worktrees_add_leaves_only_what_the_next_run_clears(
+        upstream: CommitBuilder, series_root: Path) -> None:
+    """carry adds its worktree under `.TARGET.carry-adding`, points the registration at its
+    place, then renames it there: git writes a worktree's files one by one, and a kill among
+    them once left a `.git` nothing could prove was carry's. A kill before the rename leaves
+    the staged folder, which `--abort` (or the next add) clears."""
+    args = conflicting_series(upstream, series_root)
+    assert run_carry("rebase", "demo", "--onto", "main", *args).code == 1
+    assert run_carry("rebase", "demo", "--resolve", *args).code == 1
+    wt = upstream.path.parent / "upstream.carry" / "demo" / "main"
+    staged = wt.with_name(".main.carry-adding")
+    wt.rename(staged)  # as a kill before the rename leaves it
+    assert run_carry("rebase", "demo", "--abort", *args).code == 0
+    assert not (upstream.path.parent / "upstream.carry").exists()
+    assert "upstream.carry" not in git(upstream.path, "worktree", "list", "--porcelain")
+    assert run_carry("rebase", "demo", "--onto", "main", *args).code == 1
+    staged.mkdir(parents=True)
+    (staged / "half.txt").write_text("a kill's leftover\n")
+    res = run_carry("rebase", "demo", "--resolve", *args)  # the next add clears it
+    assert res.code == 1 and f"resolve in {wt}" in res.out, res.err
+    assert not staged.exists() and "<<<<<<<" in (wt / "src/util.py").read_text()
+    assert run_carry("rebase", "demo", "--abort", *args).code == 0

@@ -30,11 +30,33 @@ class Worktrees(Base):
         `--lock --reason MARK`: git writes carry's mark as the lock from the first moment the
         worktree exists, so `made_by_carry` can tell it from any folder a user put there."""
         self.forget_half_made(path)  # else `add` dies reading its empty commondir
+        staged = path.with_name(f".{path.name}.carry-adding")
+        if path.exists() or path.is_symlink():  # an empty folder a shell is in: used in place
+            staged = path
+        elif staged.is_dir() and not staged.is_symlink():
+            self.forget_half_made(staged)
+            shutil.rmtree(staged, ignore_errors=True)  # what a kill inside an add left
         self._run("worktree", "add", "--no-checkout", "--detach", "--force", "--force",
-                  "--lock", "--reason", MARK, EOO, str(path), commit, tied=True)
+                  "--lock", "--reason", MARK, EOO, str(staged), commit, tied=True)
+        if staged != path:
+            self._move_in(staged, path)
         made = type(self)(path.resolve())
         made._run("reset", "--quiet", "--hard", tied=True)
         return made
+
+    def _move_in(self, staged: Path, path: Path) -> None:
+        """git's `add` writes a worktree's files one by one with no rename, so a kill among
+        them leaves one nothing can prove is carry's: it is made under a name carry gives,
+        then its registration is pointed at `path` (one rename of the gitdir file) and the
+        folder renamed there. A kill before the folder's rename leaves a registration that
+        names a missing folder (forgotten by the next add) and a `.carry-adding` folder."""
+        admin = self._admin(staged)
+        if admin is None:
+            raise GitError(f"git worktree add made no worktree at {staged}")
+        tmp = admin / "gitdir.carry-new"
+        tmp.write_text(f"{(path.parent.resolve() / path.name / '.git')}\n", "utf-8")
+        os.replace(tmp, admin / "gitdir")
+        staged.rename(path)
 
     def worktree_reset(self, path: Path, commit: str) -> Self | None:
         """The existing worktree at `path` moved to `commit` in place, as `git cherry-pick
@@ -107,6 +129,10 @@ class Worktrees(Base):
         bin_ = trash(path)
         if bin_.is_dir() and not bin_.is_symlink():
             shutil.rmtree(bin_, ignore_errors=True)  # a kill's leftover of an earlier removal
+        staged = path.with_name(f".{path.name}.carry-adding")
+        if staged.is_dir() and not staged.is_symlink():  # ... or of an add (`_move_in`)
+            self.forget_half_made(staged)
+            shutil.rmtree(staged, ignore_errors=True)
         if self.made_by_carry(path):
             path.rename(bin_)
             self.forget_half_made(path)

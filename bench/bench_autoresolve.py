@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import os
 import subprocess
 import sys
 import tempfile
@@ -39,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tooling"))
-from bench_real_fork import pick  # noqa: E402
+from bench_real_fork import pick, real_fork  # noqa: E402
 from carry.git import Ident, Repo  # noqa: E402
 from carry.replay import autoresolve, rerere  # noqa: E402
 from carry.replay.recorded import Hunk  # noqa: E402
@@ -170,9 +169,8 @@ def main() -> None:
     ap.add_argument("--targets", default="130,212")
     ap.add_argument("--show", action="store_true")
     args = ap.parse_args()
-    fork = os.environ.get("CARRY_REAL_FORK", "")
+    fork = real_fork()
     if not fork:
-        print("skipped: set CARRY_REAL_FORK to a copy of the vLLM fork (local-inference-lab/vllm)")
         return
     shape = pick(fork, args.series, args.upstream, [int(x) for x in args.targets.split(",")])
     with tempfile.TemporaryDirectory(prefix="carry-auto-") as tmp:

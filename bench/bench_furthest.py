@@ -37,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_conflicts import NAME, TOOLING, Ctx, carry, git, rebase_args  # noqa: E402
-from bench_real_fork import ONTO_REF, Shape, clone, pick, run  # noqa: E402
+from bench_real_fork import ONTO_REF, Shape, clone, pick, real_fork, run  # noqa: E402
 
 sys.path.insert(0, TOOLING)
 
@@ -171,9 +171,8 @@ def main() -> None:
     ap.add_argument("--git-sample", type=int, default=6, help="commits raw git rebases onto")
     ap.add_argument("--work", type=Path, default=None, help="where the clones go (a temp dir)")
     args = ap.parse_args()
-    fork = os.environ.get("CARRY_REAL_FORK", "")
-    if not fork or not Path(fork).is_dir():
-        print("skipped: set CARRY_REAL_FORK to a copy of the vLLM fork (local-inference-lab/vllm)")
+    fork = real_fork()
+    if not fork:
         return
     shape = pick(fork, args.series, args.upstream, [10**9])
     line = run(["git", "rev-list", "--first-parent", "--reverse",

@@ -258,6 +258,16 @@ def one_round(fork: str, work: Path, shape: Shape, n: int,
               f"(first {warm.first:.2f}), git {g.total:.2f} s", flush=True)
 
 
+def real_fork() -> str:
+    """`$CARRY_REAL_FORK`, the fetched fork's path; "" (with the one line saying so) when it
+    is not set or not a folder, so a bench without it skips."""
+    fork = os.environ.get("CARRY_REAL_FORK", "")
+    if not fork or not Path(fork).is_dir():
+        print("skipped: set CARRY_REAL_FORK to a copy of the vLLM fork (local-inference-lab/vllm)")
+        return ""
+    return fork
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
@@ -267,9 +277,8 @@ def main() -> None:
                     help="first-parent steps after the series base, comma-separated")
     ap.add_argument("--work", type=Path, default=None, help="where the clones go (a temp dir)")
     args = ap.parse_args()
-    fork = os.environ.get("CARRY_REAL_FORK", "")
-    if not fork or not Path(fork).is_dir():
-        print("skipped: set CARRY_REAL_FORK to a copy of the vLLM fork (local-inference-lab/vllm)")
+    fork = real_fork()
+    if not fork:
         return
     shape = pick(fork, args.series, args.upstream, [int(x) for x in args.targets.split(",")])
     print(f"# fork {fork}: series {len(shape.series)} patches on {shape.base[:12]} "

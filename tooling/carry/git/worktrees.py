@@ -19,6 +19,11 @@ def trash(path: Path) -> Path:
     return path.with_name(f".{path.name}.carry-removing")
 
 
+def staging(path: Path) -> Path:
+    """Where `worktree_add` makes carry's worktree for `path` before renaming it there."""
+    return path.with_name(f".{path.name}.carry-adding")
+
+
 class Worktrees(Base):
     def worktree_add(self, path: Path, commit: str) -> Self:
         """A detached worktree at `commit`, its files written by a `reset --hard` that carry
@@ -30,7 +35,7 @@ class Worktrees(Base):
         `--lock --reason MARK`: git writes carry's mark as the lock from the first moment the
         worktree exists, so `made_by_carry` can tell it from any folder a user put there."""
         self.forget_half_made(path)  # else `add` dies reading its empty commondir
-        staged = path.with_name(f".{path.name}.carry-adding")
+        staged = staging(path)
         if path.exists() or path.is_symlink():  # an empty folder a shell is in: used in place
             staged = path
         elif staged.is_dir() and not staged.is_symlink():
@@ -129,7 +134,7 @@ class Worktrees(Base):
         bin_ = trash(path)
         if bin_.is_dir() and not bin_.is_symlink():
             shutil.rmtree(bin_, ignore_errors=True)  # a kill's leftover of an earlier removal
-        staged = path.with_name(f".{path.name}.carry-adding")
+        staged = staging(path)
         if staged.is_dir() and not staged.is_symlink():  # ... or of an add (`_move_in`)
             self.forget_half_made(staged)
             shutil.rmtree(staged, ignore_errors=True)

@@ -90,9 +90,14 @@ class RawCommit:
 
 @dataclass(frozen=True)
 class MergeResult:
+    """A merge's tree, and its conflicted paths; `stages` each one's index entries (1 base,
+    2 ours, 3 theirs) when the merge was asked for them (diff3 style, `-z`)."""
+
     tree: str
     clean: bool
     conflicts: tuple[str, ...]
+    stages: dict[bytes, dict[int, tuple[bytes, str]]] = field(default_factory=dict,
+                                                             compare=False)
 
 
 @dataclass(frozen=True)

@@ -33,20 +33,27 @@ class PendingMerge:
 
     args: tuple[str, ...]
     proc: subprocess.Popen[bytes]
+    staged: bool = False  # `-z` in diff3 style: the conflicts' stages are read too
 
     def result(self) -> MergeResult:
         """The merge's outcome. With $CARRY_TRACE_MERGES set, its two commits and the tree
         are appended to that file, so a benchmark can time exactly the merges carry ran as
         raw git and check that git gives the same trees (bench/bench_replay.py)."""
         out, err = self.proc.communicate()
-        lines = out.decode("utf-8", "replace").splitlines()
+        if self.staged:
+            tree, stages = _stages(out)
+            lines = [tree] if tree else []
+            names = [p.decode("utf-8", "replace") for p in stages]
+        else:
+            lines = out.decode("utf-8", "replace").splitlines()
+            names, stages = [x for x in lines[1:] if x], {}
         if self.proc.returncode not in (0, 1) or not lines:  # 1 and nothing: a bad rev
             raise GitError(complaint(self.args, err or out))
         trace = os.environ.get("CARRY_TRACE_MERGES")
         if trace:
             with open(trace, "a", encoding="ascii") as fh:
                 fh.write(f"{self.args[-2]} {self.args[-1]} {lines[0]}\n")
-        return MergeResult(lines[0], self.proc.returncode == 0, tuple(x for x in lines[1:] if x))
+        return MergeResult(lines[0], self.proc.returncode == 0, tuple(names), stages)
 
 
 class Merges(Trees):
@@ -54,13 +61,17 @@ class Merges(Trees):
         """A worktree-free three-way merge; the merge base is found by git."""
         return self.start_merge(ours, theirs).result()
 
-    def start_merge(self, ours: str, theirs: str) -> PendingMerge:
+    def start_merge(self, ours: str, theirs: str, staged: bool = False) -> PendingMerge:
         """`merge_tree` started, not waited for: the replay does its own work on the last
-        merge's result while git runs the next."""
-        args = ("merge-tree", "--write-tree", "--name-only", "--no-messages", EOO, ours, theirs)
+        merge's result while git runs the next. `staged`: merged as `replay_tree` merges
+        (diff3, `-z`), with each conflicted path's stages, so that a run's conflict can stand
+        for the one patch it blames (`known_conflict`)."""
+        style = ("-c", "merge.conflictStyle=diff3") if staged else ()
+        args = ("merge-tree", "--write-tree", "-z" if staged else "--name-only",
+                "--no-messages", EOO, ours, theirs)
         return PendingMerge(args, subprocess.Popen(
-            ["git", *args], cwd=str(self.path), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=git_env()))
+            ["git", *style, *args], cwd=str(self.path), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=git_env()), staged)
 
     def replay_tree(self, commit: RawCommit, onto_tree: str) -> MergeResult:
         """`cherry_tree` with the graft written in-process: one git process per patch. It
@@ -86,6 +97,19 @@ class Merges(Trees):
         if any(_QUOTED.search(path) for path in stages):  # named as --name-only quotes them
             return MergeResult(tree, False, self.merge_tree(graft, commit.sha).conflicts)
         return MergeResult(tree, False, tuple(p.decode("utf-8", "replace") for p in stages))
+
+    def known_conflict(self, commit: RawCommit, onto_tree: str, tree: str,
+                       stages: dict[bytes, dict[int, Entry]]) -> MergeResult | None:
+        """What `replay_tree(commit, onto_tree)` answers, from a larger merge that already
+        found this patch's conflict with the same three inputs at each of its paths (a run's:
+        `runs._blamed`), and kept as its answer as `replay_tree` keeps one; no process. None
+        when a path would need --name-only's quoting: `replay_tree` asks git then."""
+        if not stages or any(_QUOTED.search(path) for path in stages):
+            return None
+        self._conflicted.clear()
+        self._conflicted[self._graft(commit, onto_tree), commit.sha] = tree, stages
+        return MergeResult(tree, False, tuple(p.decode("utf-8", "replace") for p in stages),
+                           stages)
 
     def _graft(self, commit: RawCommit, onto_tree: str) -> str:
         return self.write_commit(onto_tree, commit.parents[:1], b"carry graft\n",

@@ -98,6 +98,7 @@ def _run(ctx: _Replay, runs: list[Run], head: str, head_tree: str,
     repo, steps, changes, committer = ctx.repo, ctx.steps, ctx.changes, ctx.committer
     try:
         for k, run in enumerate(runs):
+            known: MergeResult | None = None  # the first patch's conflict, found by the run's
             try:
                 merged, ok = (ahead.result(), True) if ahead else (None, True)
             except CarryError:
@@ -105,8 +106,10 @@ def _run(ctx: _Replay, runs: list[Run], head: str, head_tree: str,
                     raise
                 merged, ok = None, False
             if merged is not None and not merged.clean:
-                if len(run) == 1:
+                if len(run) == 1:  # the run's merge is the patch's own (`_start`)
                     j, c = run[0]
+                    merged = repo.known_conflict(c, head_tree, merged.tree, merged.stages) \
+                        or repo.replay_tree(c, head_tree)
                     fixed = resolved(repo, ctx.recorded, steps[j], c, head, committer)
                     if fixed is None:
                         steps[j].status = PatchStatus.CONFLICT
@@ -115,6 +118,13 @@ def _run(ctx: _Replay, runs: list[Run], head: str, head_tree: str,
                     ahead = _start(repo, runs[k + 1], head_tree) if k + 1 < len(runs) else None
                     continue
                 ok = False
+                blame = _blame(repo, run, changes, head_tree, merged)
+                if blame is not None:
+                    for (j, c), tree in zip(run, blame.prefix, strict=False):
+                        head, head_tree = _commit(repo, steps[j], c, tree, head, head_tree,
+                                                  committer)
+                    run = run[len(blame.prefix):]
+                    known = repo.known_conflict(run[0][1], head_tree, blame.tree, blame.stages)
             last = merged.tree if merged else run[-1][1].tree
             ahead = _start(repo, runs[k + 1], last) if ok and k + 1 < len(runs) else None
             trees = _trees(repo, run, changes, head_tree, merged) if ok else None
@@ -122,7 +132,7 @@ def _run(ctx: _Replay, runs: list[Run], head: str, head_tree: str,
                 if ahead:
                     with suppress(CarryError):
                         ahead.result()
-                head, head_tree, stop = _one_by_one(ctx, run, head, head_tree)
+                head, head_tree, stop = _one_by_one(ctx, run, head, head_tree, known)
                 if stop is not None:
                     return head, stop[0], stop[1]
                 ahead = _start(repo, runs[k + 1], head_tree) if k + 1 < len(runs) else None
@@ -171,16 +181,18 @@ def _commit(repo: Repo, step: PatchResult, c: RawCommit, tree: str, head: str, h
     return head, tree
 
 
-def _one_by_one(ctx: _Replay, run: Run, head: str, head_tree: str
+def _one_by_one(ctx: _Replay, run: Run, head: str, head_tree: str,
+                known: MergeResult | None = None
                 ) -> tuple[str, str, tuple[int, list[str]] | None]:
     """A run merged patch by patch; stops at the first conflict that no recorded resolution
-    resolves, nor its own three texts (its index and paths)."""
+    resolves, nor its own three texts (its index and paths). `known`: the first patch's
+    conflict, already found (`_blame`)."""
     repo, steps, committer = ctx.repo, ctx.steps, ctx.committer
-    for j, c in run:
-        if repo.read_commit(c.parents[0]).tree == head_tree:
+    for n, (j, c) in enumerate(run):
+        if known is None and repo.read_commit(c.parents[0]).tree == head_tree:
             tree = c.tree  # nothing moved under this patch: its own tree is the result
         else:
-            merged = repo.replay_tree(c, head_tree)
+            merged = known if n == 0 and known is not None else repo.replay_tree(c, head_tree)
             if not merged.clean:
                 fixed = resolved(repo, ctx.recorded, steps[j], c, head, committer)
                 if fixed is None:
@@ -220,7 +232,7 @@ def _start(repo: Repo, run: Run, head_tree: str) -> PendingMerge | None:
         return None
     graft = repo.write_commit(head_tree, first.parents[:1], b"carry graft\n", first.author,
                               first.author)
-    return repo.start_merge(graft, run[-1][1].sha)
+    return repo.start_merge(graft, run[-1][1].sha, staged=True)
 
 
 def _changes(repo: Repo, c: RawCommit, cache: dict[int, Changes], j: int) -> Changes | None:
@@ -319,6 +331,47 @@ def _trees(repo: Repo, run: Run, cache: dict[int, Changes], head_tree: str,
     except CarryError:
         return None
     return [*out, merged.tree]  # the last patch's tree is the merge's own
+
+
+@dataclass(frozen=True)
+class _Blame:
+    """What a run's conflicted merge says of its patches: the trees of those before the
+    first it blames, and that patch's own conflicted tree and stages."""
+
+    prefix: list[str]
+    tree: str
+    stages: dict[bytes, dict[int, Entry]]
+
+
+def _blame(repo: Repo, run: Run, cache: dict[int, Changes], head_tree: str,
+           merged: MergeResult) -> _Blame | None:
+    """The run's conflicted merge taken apart patch by patch, up to the first patch it
+    blames; None when it cannot say. The run's paths are disjoint, so a conflicted path
+    names the one patch that changes it, and every path of that patch and the earlier ones
+    merged with the three inputs it would have met alone (`_batchable`): one merge per
+    patch would give the same trees and the same conflict. A conflicted path no patch
+    changes, or a result outside the run's paths (an upstream rename), leaves the run to go
+    patch by patch."""
+    changes = [cache[j] for j, _ in run]
+    owner = {path: k for k, ch in enumerate(changes) for path in ch}
+    blamed = {owner.get(path) for path in merged.stages}
+    if not blamed or None in blamed:
+        return None
+    first = min(k for k in blamed if k is not None)
+    try:
+        diff = {p: new for p, (_, new) in repo.tree_changes(head_tree, merged.tree).items()}
+        if not diff.keys() <= owner.keys():
+            return None
+        out, tree = [], head_tree
+        for ch in changes[:first + 1]:
+            edits = {p: diff[p] for p in ch if p in diff}
+            if edits:
+                tree = repo.edit_tree(tree, edits) or repo.write_object("tree", b"")
+            out.append(tree)
+    except CarryError:
+        return None
+    return _Blame(out[:-1], out[-1], {p: st for p, st in merged.stages.items()
+                                      if owner[p] == first})
 
 
 def _foreseen(repo: Repo, head_tree: str, merged_tree: str, changes: list[Changes]

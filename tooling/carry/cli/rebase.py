@@ -97,16 +97,15 @@ def rebase(
     from carry.cli.where import repo_path
     from carry.git import Repo
     from carry.rebase import action, resume
-    from carry.rebase import command as rebasemod
+    from carry.rebase.flags import Options
     from carry.series import locks
     from carry.series import store as series
 
     act = action.Action.parse(continue_=continue_, skip=skip, abort=abort, quit_=quit_,
                               show=show, resolve=resolve)
-    opts = rebasemod.Options(onto=onto or [], targets=target or [], branch=branch,
-                             refresh=refresh, fetch=fetch, dry_run=dry_run, force=force,
-                             target_names=True, auto_resolve=not no_auto_resolve,
-                             furthest=furthest)
+    opts = Options(onto=onto or [], targets=target or [], branch=branch, refresh=refresh,
+                   fetch=fetch, dry_run=dry_run, force=force, target_names=True,
+                   auto_resolve=not no_auto_resolve, furthest=furthest)
     where = repo_path(repo, _root(series_dir), [name] if name else [], resuming=act.resumes)
     assert where is not None  # needed: repo_path raises rather than give none
     at = resume.locate(Repo.open(where), series_dir, name, opts, act)

@@ -68,6 +68,19 @@ def test_a_skip_leaves_the_keep_ref_that_keeps_its_commits_already(
     assert git(up.path, "for-each-ref", "refs/carry/stops") == ""
 
 
+def test_a_skip_to_a_stop_without_a_hint_starts_only_the_git_it_needs(
+        two_stops: dict[str, Any], tmp_path: Path) -> None:
+    """No `update-ref` for a keep ref that keeps the commits already, and no history walk
+    for a squash hint no upstream subject can give: the repository's discovery and the
+    object reader are what a skip starts."""
+    trace = tmp_path / "git.trace"
+    r = run_carry("rebase", "--skip", *two_stops["args"], env={"GIT_TRACE": str(trace)})
+    assert r.code == 1 and "CONFLICT in 0004" in r.out, r.err
+    ran = [line.split("trace: built-in: git ", 1)[1].split()[0]
+           for line in trace.read_text().splitlines() if "trace: built-in: git " in line]
+    assert sorted(ran) == ["cat-file", "rev-parse"], ran
+
+
 @pytest.mark.parametrize("damage", ["deleted", "keeps too little"])
 def test_a_skip_writes_the_keep_ref_again_when_it_lacks_a_commit(
         two_stops: dict[str, Any], damage: str) -> None:
@@ -270,3 +283,38 @@ def test_the_quick_parse_leaves_the_rest_to_typer(argv: list[str]) -> None:
 
     assert rebasing.quick(argv, {}) is None
     assert rebasing.quick(["rebase", "--skip"], {"_CARRY_COMPLETE": "bash_source"}) is None
+
+
+# -- the squash hint at a stop a skip reaches -------------------------------------------------
+
+
+@pytest.mark.parametrize("kept", ["sound", "damaged", "gone"])
+def test_a_skip_gives_the_squash_hint_as_the_first_call_does(
+        upstream: CommitBuilder, series_root: Path, kept: str) -> None:
+    sd = ("--series-dir", str(series_root))
+    assert run_carry("init", "demo", "--upstream", "acme/widget", "--fork", "me/widget",
+                     "--base", "base", *sd).code == 0
+    git(upstream.path, "checkout", "-q", "-b", "feature", "base")
+    upstream.commit("Fix the h10 boundary", {"src/util.py": util(h10=100)})
+    upstream.commit("Three", {"pkg/m3.py": "X = 3\n"})
+    upstream.commit("Tweak f", {"src/core.py": "def f():\n    return 4\n"})
+    upstream.checkout("main")
+    upstream.commit("Rework h10", {"src/util.py": util(h10=101)})
+    upstream.commit("Tweak f (#7)", {"src/core.py": "def f():\n    return 30\n"})
+    args = ("--repo", str(upstream.path), *sd)
+    assert run_carry("import", "demo", "--range", "base..feature", *args).code == 0
+    stop = run_carry("rebase", "demo", "--onto", "main", *args)
+    assert stop.code == 1 and "CONFLICT in 0001" in stop.out and "hint:" not in stop.out
+    folder = upstream.path / ".git/carry/squash"
+    [answer] = list(folder.iterdir())
+    if kept == "damaged":  # it says no upstream subject is the series', but not soundly
+        answer.write_bytes(b"0" * 64 + b"\n[]")
+    elif kept == "gone":
+        shutil.rmtree(folder)
+    r = run_carry("rebase", "--skip", *args)
+    assert r.code == 1 and "CONFLICT in 0003" in r.out, r.err
+    squash = upstream.rev("main")
+    hint = next(ln for ln in r.out.splitlines() if "hint:" in ln)
+    assert f'upstream {squash[:12]} "Tweak f (#7)"' in hint
+    assert ('[[provenance]] pr = "acme/widget#7", role = "upstream-equivalent", '
+            f'patches = [3], merged_as = "{squash[:12]}"') in hint

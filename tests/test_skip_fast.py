@@ -8,6 +8,7 @@ git, the CLI."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import shutil
 from pathlib import Path
@@ -212,6 +213,10 @@ def test_a_readers_copy_shares_nothing_it_could_change(two_stops: dict[str, Any]
     own = st.read(path)
     shared = {id(o) for o in _mutables(kept)}
     assert len(shared) > 30 and not [o for o in _mutables(own) if id(o) in shared]
+    written = own.to_json()  # what `write` saves: asdict's document, sharing nothing
+    assert written["patches"] == [dataclasses.asdict(p) for p in own.patches]
+    assert list(written["patches"][1]) == list(dataclasses.asdict(own.patches[1]))
+    assert not [o for o in _mutables(written) if id(o) in {id(x) for x in _mutables(own)}]
 
 
 # -- the quick parse against typer's ----------------------------------------------------------
@@ -318,3 +323,40 @@ def test_a_skip_gives_the_squash_hint_as_the_first_call_does(
     assert f'upstream {squash[:12]} "Tweak f (#7)"' in hint
     assert ('[[provenance]] pr = "acme/widget#7", role = "upstream-equivalent", '
             f'patches = [3], merged_as = "{squash[:12]}"') in hint
+
+
+# -- the checks' shortcuts give what the full checks give ---------------------------------------
+
+
+class _Maybe(enum.Enum):
+    NOTHING = None
+    SOMETHING = "something"
+
+
+@dataclasses.dataclass
+class _Shapes:
+    s: str
+    n: int
+    b: bool
+    o: str | None
+    m: _Maybe | None
+    a: Any | None = 0
+
+
+@pytest.mark.parametrize(("field", "value", "wanted"), [
+    ("s", "x", "x"), ("n", 3, 3), ("b", True, True), ("o", None, None), ("o", "y", "y"),
+    ("m", None, _Maybe.NOTHING), ("m", "something", _Maybe.SOMETHING), ("a", None, None),
+    ("n", True, "expected an integer"), ("b", 1, "expected true or false"),
+    ("s", None, "expected a string"), ("o", 1, "expected a string or null"),
+])
+def test_a_checked_field_is_what_the_full_check_gives(field: str, value: Any,
+                                                      wanted: Any) -> None:
+    from carry.base import untrusted
+
+    doc = {"s": "", "n": 0, "b": False, "o": None, "m": "something", field: value}
+    if isinstance(wanted, str) and wanted.startswith("expected"):
+        with pytest.raises(untrusted.BadData, match=wanted):
+            untrusted.build(_Shapes, doc, "doc")
+    else:
+        got = getattr(untrusted.build(_Shapes, doc, "doc"), field)
+        assert got == wanted and type(got) is type(wanted)

@@ -41,7 +41,6 @@ class RebaseArgs:
 
 def run(a: RebaseArgs) -> int:
     """Start or resume the rebase, print what came of it; the exit code."""
-    from carry.cli import reports, stops
     from carry.cli.where import repo_path
     from carry.git import Repo
     from carry.rebase import action, resume
@@ -62,8 +61,12 @@ def run(a: RebaseArgs) -> int:
     with locks.for_rebase(at.root, at.name, at.repo, a.dry_run or not act.writes):
         outcome = action.run(series.find(at.root, at.name), at.repo, opts, act, at.which)
     if act in (action.Action.SHOW, action.Action.QUIT):
+        from carry.cli import stops
+
         stops.show_stop(list(outcome), a.json)
     else:
+        from carry.cli import reports
+
         reports.show_rebase(list(outcome), a.json, at.repo, str(at.root), a.verbose)
     return action.exit_code(outcome)
 

@@ -29,7 +29,6 @@ from carry.replay.engine import (
     resolutions,
     run_steps,
 )
-from carry.replay.resolution import record, take_recorded, take_resolution
 from carry.series.store import Series
 
 
@@ -93,6 +92,8 @@ def _dealt_with(series: Series, repo: Repo, state: st.RebaseState, result: Targe
     if skip:
         step.status, step.reason = PatchStatus.SKIPPED, "left out with --skip"
         return head
+    from carry.replay.resolution import record, take_recorded, take_resolution  # not a skip's
+
     if not state.ready:  # no worktree holds this stop yet
         recorded = take_recorded(series, repo, step, head, repo.committer_ident(),
                                  state.auto_resolve)

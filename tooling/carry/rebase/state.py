@@ -110,8 +110,8 @@ class RebaseState:
             "branch_old": self.branch_old, "refresh": self.refresh_from or 0,
             "phase": self.phase.value, "head": self.head, "position": self.position,
             "worktree": self.worktree, "paths": list(self.paths),
-            "patches": [asdict(p) for p in self.patches], "ready": self.ready,
-            "trial": [asdict(p) for p in self.trial], "started": self.started,
+            "patches": [_patch_doc(p) for p in self.patches], "ready": self.ready,
+            "trial": [_patch_doc(p) for p in self.trial], "started": self.started,
             "auto_resolve": self.auto_resolve}
         if self.group:
             data["group"] = [asdict(g) for g in self.group]
@@ -131,6 +131,20 @@ class RebaseState:
         if why:
             raise untrusted.BadData(why)
         return state
+
+
+def _patch_doc(p: PatchResult) -> dict[str, Any]:
+    """`asdict(p)` made field by field (a state holds a hundred entries, and `asdict` copies
+    each value through `deepcopy`): the same keys in the same order, no list or dict shared
+    (their items are plain values)."""
+    return {f: _plain(getattr(p, f)) for f in _PATCH_ORDER}
+
+
+def _plain(v: Any) -> Any:
+    return list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v
+
+
+_PATCH_ORDER = [f.name for f in fields(PatchResult)]
 
 
 def state_dir(repo: Repo, series: str) -> Path:

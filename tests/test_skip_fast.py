@@ -360,3 +360,20 @@ def test_a_checked_field_is_what_the_full_check_gives(field: str, value: Any,
     else:
         got = getattr(untrusted.build(_Shapes, doc, "doc"), field)
         assert got == wanted and type(got) is type(wanted)
+
+
+def test_the_states_a_process_keeps_are_the_newest_64(two_stops: dict[str, Any]) -> None:
+    """A long run (the CI loop) writes many states: the ones it keeps checked are bounded."""
+    from carry.git import Repo
+    from carry.rebase import state as st
+
+    path, repo = two_stops["state"], Repo.open(two_stops["up"].path)
+    try:
+        state = st.read(path)
+        for i in range(70):
+            state.paths = [f"src/file{i}.py"]
+            st.write(repo, path, state)
+        assert len(st._CHECKED) <= 64
+        assert st.read(path, shared=True).paths == ["src/file69.py"]
+    finally:
+        repo.close()

@@ -189,7 +189,7 @@ def write(repo: Repo, path: Path, state: RebaseState) -> None:
     data = (json.dumps(state.to_json(), indent=1) + "\n").encode("utf-8")
     atomic.write_bytes(path, data)
     if redact.scrub_bytes(data) == data:  # the file holds these very bytes: no need to
-        _CHECKED[hashlib.sha256(data).digest()] = _clone(state)  # check them when read back
+        _remember(hashlib.sha256(data).digest(), _clone(state))  # check them when read
 
 
 def _keeps(repo: Repo, ref: str, commits: list[str]) -> bool:
@@ -239,8 +239,15 @@ def read(path: Path, shared: bool = False) -> RebaseState:
         raise CarryError(f"rebase state {path} is damaged: {exc}; carry will not act on it",
                          hint="check the branch and the worktree it names, then remove the "
                               "file") from None
-    _CHECKED[digest] = state
+    _remember(digest, state)
     return state if shared else _clone(state)
+
+
+def _remember(digest: bytes, state: RebaseState) -> None:
+    """The newest 64: a long run (the CI loop over many series) keeps no more."""
+    _CHECKED[digest] = state
+    while len(_CHECKED) > 64:
+        del _CHECKED[next(iter(_CHECKED))]
 
 
 def _clone(s: RebaseState) -> RebaseState:

@@ -230,6 +230,8 @@ ACCEPTED = [
     ["rebase", "--resolve", "--repo", ""],
     ["rebase", "--quit", "--series-dir", "rel/dir", "--onto", "v1"],
     ["rebase", "--skip", "--target", "t", "demo"],
+    ["rebase", "--skip", "--series-dir", "", "--target", "", "~/x"],
+    ["rebase", "--continue", "--series-dir", "~/series", "--repo", "~/r", "--force"],
 ]
 REFUSED = [
     [], ["--version"], ["edit", "--skip"], ["rebase"], ["rebase", "demo"],

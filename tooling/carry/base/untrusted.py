@@ -227,10 +227,14 @@ def _shape(cls: type) -> _Shape:
 
 
 def _value(hint: Any, value: Any, where: str) -> Any:
+    if type(value) is hint and hint in _PLAIN:  # the commonest: exactly the type it says
+        return value  # (what the last branch below returns; a state holds thousands)
     origin = typing.get_origin(hint)
     if hint is Any:
         return value
     if origin in (typing.Union, types.UnionType):
+        if value is None and _none_first(hint):
+            return None  # what trying each option in turn comes to
         for option in typing.get_args(hint):
             try:
                 return _value(option, value, where)
@@ -266,6 +270,21 @@ def _value(hint: Any, value: Any, where: str) -> Any:
             hint is int and isinstance(value, bool)):
         return value
     raise BadData(f"{where}: expected {_describe(hint)}, got {_describe(type(value))}")
+
+
+_PLAIN = (str, int, bool)
+_NONE_FIRST: dict[Any, bool] = {}
+
+
+def _none_first(hint: Any) -> bool:
+    """Whether None is what the options of the union `hint` give None, tried in turn: it is
+    one of them, and none before it is an enum (whose member may have the value None)."""
+    if hint not in _NONE_FIRST:
+        options = typing.get_args(hint)
+        _NONE_FIRST[hint] = type(None) in options and not any(
+            isinstance(o, type) and issubclass(o, enum.Enum)
+            for o in options[:options.index(type(None))])
+    return _NONE_FIRST[hint]
 
 
 def _describe(kind: Any) -> str:

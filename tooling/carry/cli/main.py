@@ -1,16 +1,16 @@
 """The `carry` entry point: every command module registers on `cli.app.app` when imported
-here, and every error becomes one line and an exit code."""
+here, and every error becomes one line and an exit code. The resume forms of `carry rebase`
+that a conflict loop types are read without typer (`rebasing.quick`): importing it costs more
+than a `--skip`'s own work."""
 
 from __future__ import annotations
 
 import importlib
 import os
 import sys
-
-import typer
+from typing import Any
 
 from carry.base.errors import CarryError, MissingRef
-from carry.cli import app as _apps
 
 # Each command module registers its commands on `app` when imported, in this order, which is
 # the order `carry --help` lists them in.
@@ -37,6 +37,8 @@ def __getattr__(name: str) -> object:
     """`carry.cli.main.app` with every command registered, for a caller that imports it (a
     test walking the commands); `main` registers only the one it runs."""
     if name == "app":
+        from carry.cli import app as _apps
+
         register([])
         return _apps.app
     raise AttributeError(name)
@@ -50,6 +52,8 @@ def _only_the_command_run(args: list[str]) -> None:
     it stays a group: the command's name is still parsed as one. `main` runs once a process,
     so the app it trims is never asked for another command."""
     from typer.main import get_command_name
+
+    from carry.cli import app as _apps
 
     app = _apps.app
     if not args or args[0].startswith("-"):
@@ -79,28 +83,19 @@ def _fail(exc: CarryError) -> None:
 
 
 def main() -> None:
-    # typer 0.28 (pinned in pyproject) vendors click, so `click` itself need not be installed.
-    from typer._click.exceptions import ClickException
-
     from carry.base import redact
+    from carry.cli import rebasing
 
     redact.register_env()
     redact.register_argv(sys.argv[1:])  # --repo https://x:TOKEN@host, --token-env NAME
     sys.stdout = redact.Scrubbed(sys.stdout)
     sys.stderr = redact.Scrubbed(sys.stderr)
-    register(sys.argv[1:])
-    _only_the_command_run(sys.argv[1:])
+    quick = rebasing.quick(sys.argv[1:], os.environ)
+    run = _with_typer(sys.argv[1:]) if quick is None else lambda: rebasing.run(quick)
     try:
-        code = _apps.app(standalone_mode=False)
+        code = run()
     except CarryError as exc:
         _fail(exc)
-    except ClickException as exc:
-        # One line, as every other error: click's usage block is what --help is for.
-        print(f"carry: error: {' '.join(exc.format_message().split())} "
-              "(hint: carry --help, or carry COMMAND --help)", file=sys.stderr)
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        sys.exit(130)
     except KeyboardInterrupt:
         print("carry: interrupted", file=sys.stderr)
         sys.exit(130)
@@ -114,3 +109,30 @@ def main() -> None:
         _fail(CarryError(f"internal error: {type(exc).__name__}: {exc}",
                          hint="CARRY_DEBUG=1 shows where; please report it"))
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _with_typer(args: list[str]) -> Any:
+    """The typer app with the command `args` name registered (alone when it can be), to be
+    called: typer's own errors become one line and an exit code; the rest is `main`'s."""
+    import typer
+
+    # typer 0.28 (pinned in pyproject) vendors click, so `click` itself need not be installed.
+    from typer._click.exceptions import ClickException
+
+    from carry.cli import app as _apps
+
+    register(args)
+    _only_the_command_run(args)
+
+    def run() -> Any:
+        try:
+            return _apps.app(standalone_mode=False)
+        except ClickException as exc:
+            # One line, as every other error: click's usage block is what --help is for.
+            print(f"carry: error: {' '.join(exc.format_message().split())} "
+                  "(hint: carry --help, or carry COMMAND --help)", file=sys.stderr)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            sys.exit(130)
+
+    return run

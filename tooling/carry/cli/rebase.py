@@ -93,30 +93,13 @@ def rebase(
 
     Example: carry rebase my-fix --repo ../vllm --target upstream-main --dry-run
     """
-    from carry.cli import reports, stops
-    from carry.cli.where import repo_path
-    from carry.git import Repo
-    from carry.rebase import action, resume
-    from carry.rebase import command as rebasemod
-    from carry.series import locks
-    from carry.series import store as series
+    from carry.cli import rebasing
 
-    act = action.Action.parse(continue_=continue_, skip=skip, abort=abort, quit_=quit_,
-                              show=show, resolve=resolve)
-    opts = rebasemod.Options(onto=onto or [], targets=target or [], branch=branch,
-                             refresh=refresh, fetch=fetch, dry_run=dry_run, force=force,
-                             target_names=True, auto_resolve=not no_auto_resolve,
-                             furthest=furthest)
-    where = repo_path(repo, _root(series_dir), [name] if name else [], resuming=act.resumes)
-    assert where is not None  # needed: repo_path raises rather than give none
-    at = resume.locate(Repo.open(where), series_dir, name, opts, act)
-    with locks.for_rebase(at.root, at.name, at.repo, dry_run or not act.writes):
-        outcome = action.run(series.find(at.root, at.name), at.repo, opts, act, at.which)
-    if act in (action.Action.SHOW, action.Action.QUIT):
-        stops.show_stop(list(outcome), json)
-    else:
-        reports.show_rebase(list(outcome), json, at.repo, str(at.root), verbose)
-    raise typer.Exit(action.exit_code(outcome))
+    raise typer.Exit(rebasing.run(rebasing.RebaseArgs(
+        name=name, repo=repo, onto=onto, target=target, branch=branch, refresh=refresh,
+        fetch=fetch, dry_run=dry_run, no_auto_resolve=no_auto_resolve, furthest=furthest,
+        force=force, continue_=continue_, resolve=resolve, skip=skip, abort=abort,
+        quit_=quit_, show=show, series_dir=series_dir, json=json, verbose=verbose)))
 
 
 @app.command()

@@ -30,7 +30,7 @@ def show_rebase(results: Sequence[object], as_json: bool, repo: Repo | None = No
                 series_root: str = "", verbose: bool = True) -> None:
     """The rebase's results: the full forecast with `verbose` (-v), else `digest`'s terse
     view of what changed and what to do next."""
-    from carry.rebase.command import Aborted
+    from carry.rebase.flags import Aborted
     from carry.replay.engine import TargetResult
 
     if as_json:

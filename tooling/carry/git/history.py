@@ -262,6 +262,13 @@ class History(Merges):
         return [LogEntry(*(f.strip() for f in fields[k:k + 4]))
                 for k in range(0, len(fields) - 4, 4)]
 
+    def subjects(self, since: str, until: str) -> list[str]:
+        """The subjects of the commits of `since..until` (merges left out, as
+        `commits_touching` does), newest first."""
+        out = self._run("log", "--no-merges", "--format=%s%x00", EOO, f"{since}..{until}",
+                        "--").stdout.decode("utf-8", "replace")
+        return [s.strip() for s in out.split("\0")[:-1]]
+
     def all_commits(self) -> list[tuple[str, str, str]]:
         """(commit, author email, subject) of every non-merge commit any ref but carry's own
         (refs/carry/*) reaches, newest first."""

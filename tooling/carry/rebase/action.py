@@ -12,7 +12,7 @@ from carry.rebase.flags import Action as Action
 
 if TYPE_CHECKING:
     from carry.git import Repo
-    from carry.rebase.command import Aborted, Options
+    from carry.rebase.flags import Aborted, Options
     from carry.rebase.stops import CurrentPatch, Quit
     from carry.replay.engine import TargetResult
     from carry.series.store import Series
@@ -25,9 +25,10 @@ def run(series: Series, repo: Repo, opts: Options, action: Action,
     """A new rebase, or `action` on the stopped one(s) `which` names (target names or refs;
     none: the series' only one)."""
     from carry.base import atomic
-    from carry.rebase import command, edit, onward, stops
 
     if not action.resumes:
+        from carry.rebase import command
+
         return command.run(series, repo, opts)
     extra = [n for n, on in (("--branch", opts.branch), ("--refresh", opts.refresh),
                              ("--fetch", opts.fetch), ("--dry-run", opts.dry_run),
@@ -37,6 +38,25 @@ def run(series: Series, repo: Repo, opts: Options, action: Action,
     if extra:
         raise CarryError(f"{action.value} resumes the saved rebase; {', '.join(extra)} cannot "
                          "change it now")
+    if action in (Action.SHOW, Action.QUIT, Action.RESOLVE, Action.ABORT):
+        return _stopped(series, repo, action, which)
+    from carry.rebase import onward  # only what goes on: a skip imports no more
+
+    with atomic.own_files_only():  # a conflict worktree's files need not reach the disk
+        if action is Action.CONTINUE:
+            from carry.rebase import edit
+
+            if edit.at_edit(series, repo, which):
+                return edit.resume(series, repo, which)
+        return onward.resume(series, repo, action, which, force=opts.force)
+
+
+def _stopped(series: Series, repo: Repo, action: Action, which: Sequence[str]) -> Outcome:
+    """`--show-current-patch`, `--quit`, `--resolve` and `--abort`: what stays at the stop
+    or leaves the rebase."""
+    from carry.base import atomic
+    from carry.rebase import command, stops
+
     if action is Action.SHOW:
         return [stops.current_patch(series, repo, which)]
     with atomic.own_files_only():  # a conflict worktree's files need not reach the disk
@@ -44,11 +64,7 @@ def run(series: Series, repo: Repo, opts: Options, action: Action,
             return command.abort(series, repo, which)
         if action is Action.QUIT:
             return stops.quit_(series, repo, which)
-        if action is Action.RESOLVE:
-            return stops.resolve(series, repo, which)
-        if action is Action.CONTINUE and edit.at_edit(series, repo, which):
-            return edit.resume(series, repo, which)
-        return onward.resume(series, repo, action, which, force=opts.force)
+        return stops.resolve(series, repo, which)
 
 
 def exit_code(results: Outcome) -> int:

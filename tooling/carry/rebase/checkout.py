@@ -47,7 +47,8 @@ def stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarge
     result.conflict = Conflict(step.file, step.subject, step.author, state.paths,
                                str(wt) if state.ready else "",
                                hints(repo, series.manifest.base.commit, target.sha, step.file,
-                                     step.subject, state.paths, series.manifest.upstream.repo))
+                                     step.subject, state.paths, series.manifest.upstream.repo,
+                                     [p.subject for p in result.patches]))
 
 
 def checkout(repo: Repo, wt: Path, head: str, source: str) -> list[str]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +22,8 @@ from carry.git import GitError, Ident, RefUpdate, Repo
 from carry.rebase import state as st
 from carry.rebase.checkout import remove as _remove_worktree
 from carry.rebase.checkout import stop as _stop
+from carry.rebase.flags import Aborted as Aborted
+from carry.rebase.flags import Options as Options
 from carry.replay import rerere
 from carry.replay import targets as targetmod
 from carry.replay.engine import (
@@ -41,30 +42,6 @@ from carry.series.store import Series
 if TYPE_CHECKING:
     from carry.replay.chain import Carried
     from carry.replay.furthest import Furthest
-
-
-@dataclass(kw_only=True)
-class Options:
-    onto: list[str] = field(default_factory=list)
-    targets: list[str] = field(default_factory=list)
-    branch: str | None = None
-    refresh: bool = False
-    fetch: bool = False
-    dry_run: bool = False
-    force: bool = False
-    target_names: bool = False  # `carry rebase`: --onto v1.1.0 writes the release target's branch
-    auto_resolve: bool = True  # False: --no-auto-resolve (replay.autoresolve)
-    furthest: bool = False  # each target pinned to the furthest commit it replays onto
-
-
-@dataclass
-class Aborted:
-    series: str
-    target: str
-    branch: str
-    restored: bool
-    worktree: str
-    series_restored: bool = False
 
 
 def in_progress(repo: Repo, series: str) -> list[st.RebaseState]:

@@ -16,7 +16,6 @@ from carry.rebase import state as st
 from carry.rebase import trial as trialmod
 from carry.rebase.checkout import keep_untracked, stop
 from carry.rebase.checkout import remove as remove_worktree
-from carry.rebase.command import finish, refresh_series
 from carry.rebase.flags import Action
 from carry.replay import targets as targetmod
 from carry.replay.engine import (
@@ -30,7 +29,6 @@ from carry.replay.engine import (
     resolutions,
     run_steps,
 )
-from carry.replay.resolution import record, take_recorded, take_resolution
 from carry.series.store import Series
 
 
@@ -94,6 +92,8 @@ def _dealt_with(series: Series, repo: Repo, state: st.RebaseState, result: Targe
     if skip:
         step.status, step.reason = PatchStatus.SKIPPED, "left out with --skip"
         return head
+    from carry.replay.resolution import record, take_recorded, take_resolution  # not a skip's
+
     if not state.ready:  # no worktree holds this stop yet
         recorded = take_recorded(series, repo, step, head, repo.committer_ident(),
                                  state.auto_resolve)
@@ -137,6 +137,8 @@ def _replay_rest(series: Series, repo: Repo, state: st.RebaseState,
         remove_worktree(repo, Path(state.worktree))
     result.status, result.head = TargetStatus.APPLIED, head
     result.audit = audited(repo, result)
+    from carry.rebase.command import finish  # the end only: a skip to a stop needs none
+
     finish(series, repo, [(t, result)], {t.slug: branch}, refresh)
 
 
@@ -144,6 +146,8 @@ def _finish_again(series: Series, repo: Repo, state: st.RebaseState,
                   result: TargetResult) -> None:
     """A kill came after the finishing state was written: the branch may have moved, and the
     new version may have been written; what is not done yet is done now."""
+    from carry.rebase.command import refresh_series
+
     t, ref = state.target, state.branch
     result.status, result.head = TargetStatus.APPLIED, state.head
     now = repo.try_rev_parse(ref) if repo.ref_exists(ref) else None

@@ -16,8 +16,7 @@ from carry.base.errors import CarryError
 from carry.git import Repo
 
 if TYPE_CHECKING:
-    from carry.rebase.command import Options
-    from carry.rebase.flags import Action
+    from carry.rebase.flags import Action, Options
 
 
 @dataclass(frozen=True)
@@ -44,14 +43,15 @@ def main_checkout(repo: Repo) -> Repo:
 
 
 def stopped(repo: Repo) -> list[StoppedRebase]:
-    """Every stopped rebase in this repository, of every series."""
-    from carry.rebase import command as rebase
+    """Every stopped rebase in this repository, of every series (each state checked, and
+    only looked at: `state.read`'s shared copy)."""
+    from carry.rebase import state as st
 
     top = repo.carry_dir() / "rebase"
     names = sorted(d.name for d in top.iterdir() if d.is_dir()) if top.is_dir() else []
     return [StoppedRebase(name, s.target.name, str(Path(s.series_root).parent), s.phase,
                           s.worktree)
-            for name in names for s in rebase.in_progress(repo, name)]
+            for name in names for s in st.in_progress(repo, name, shared=True)]
 
 
 def command(repo: Repo, series_root: str, action: str, name: str = "", target: str = "") -> str:

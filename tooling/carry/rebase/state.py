@@ -5,22 +5,21 @@ branch to a half-built head."""
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import enum
 import hashlib
+import json
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from carry.base import atomic, untrusted
+from carry.base import atomic, redact, untrusted
 from carry.base.errors import CarryError
 from carry.git import ANY, Ident, Repo
-from carry.replay.engine import PatchResult, PatchStatus
+from carry.replay.runs import PatchResult, PatchStatus
 from carry.replay.targets import ResolvedTarget
-from carry.replay.why import valid_cause
 
 VERSION = 2
 _SHA = re.compile(r"[0-9a-f]{40}\Z")  # match() anchors the start; \Z, not $, the end
@@ -111,8 +110,8 @@ class RebaseState:
             "branch_old": self.branch_old, "refresh": self.refresh_from or 0,
             "phase": self.phase.value, "head": self.head, "position": self.position,
             "worktree": self.worktree, "paths": list(self.paths),
-            "patches": [asdict(p) for p in self.patches], "ready": self.ready,
-            "trial": [asdict(p) for p in self.trial], "started": self.started,
+            "patches": [_patch_doc(p) for p in self.patches], "ready": self.ready,
+            "trial": [_patch_doc(p) for p in self.trial], "started": self.started,
             "auto_resolve": self.auto_resolve}
         if self.group:
             data["group"] = [asdict(g) for g in self.group]
@@ -132,6 +131,20 @@ class RebaseState:
         if why:
             raise untrusted.BadData(why)
         return state
+
+
+def _patch_doc(p: PatchResult) -> dict[str, Any]:
+    """`asdict(p)` made field by field (a state holds a hundred entries, and `asdict` copies
+    each value through `deepcopy`): the same keys in the same order, no list or dict shared
+    (their items are plain values)."""
+    return {f: _plain(getattr(p, f)) for f in _PATCH_ORDER}
+
+
+def _plain(v: Any) -> Any:
+    return list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v
+
+
+_PATCH_ORDER = [f.name for f in fields(PatchResult)]
 
 
 def state_dir(repo: Repo, series: str) -> Path:
@@ -160,16 +173,34 @@ def write(repo: Repo, path: Path, state: RebaseState) -> None:
     """The state, after a ref to one commit whose parents are every commit it names (the
     head, the target, each patch's source and replay, the trial's): nothing else may
     reference them while the rebase is stopped, and a `gc --prune=now` then would leave
-    `--continue` and `--skip` with "unknown object"."""
+    `--continue` and `--skip` with "unknown object". A skip names no commit the ref does not
+    keep already (its head and patches come from the trial it keeps): the ref is then left
+    as it is (`_keeps`)."""
     named = [state.head, state.target.sha, state.branch_old or ""]
     named += [c for p in (*state.patches, *state.trial) for c in (p.commit, p.source) if c]
     named += [c or "" for g in state.group for c in (g.head, g.old)]
     parents = list(dict.fromkeys(c for c in named if _SHA.match(c)))
-    tree = repo.read_commit(state.target.sha).tree
-    kept = repo.write_commit(tree, parents, b"carry: the commits of a stopped rebase\n",
-                             _KEEPER, _KEEPER)
-    repo.set_ref(keep_ref(path), kept, ANY, reflog=False)
-    atomic.write_json(path, state.to_json())
+    ref = keep_ref(path)
+    if not _keeps(repo, ref, parents):
+        tree = repo.read_commit(state.target.sha).tree
+        kept = repo.write_commit(tree, parents, b"carry: the commits of a stopped rebase\n",
+                                 _KEEPER, _KEEPER)
+        repo.set_ref(ref, kept, ANY, reflog=False)
+    data = (json.dumps(state.to_json(), indent=1) + "\n").encode("utf-8")
+    atomic.write_bytes(path, data)
+    if redact.scrub_bytes(data) == data:  # the file holds these very bytes: no need to
+        _remember(hashlib.sha256(data).digest(), _clone(state))  # check them when read
+
+
+def _keeps(repo: Repo, ref: str, commits: list[str]) -> bool:
+    """Whether `ref` already keeps every one of `commits` (its commit's parents), as the
+    repository has it now: read through the object reader a skip has running already (git
+    resolves the ref afresh on each request), so no process of its own; a missing ref
+    keeps nothing."""
+    try:
+        return set(repo.read_commit(ref).parents).issuperset(commits)
+    except CarryError:
+        return False
 
 
 def remove(repo: Repo, path: Path) -> None:
@@ -180,18 +211,20 @@ def remove(repo: Repo, path: Path) -> None:
     path.unlink(missing_ok=True)
 
 
-_CHECKED: dict[bytes, RebaseState] = {}  # the state files this process found sound
+_CHECKED: dict[bytes, RebaseState] = {}  # the state files this process found sound (or wrote)
 
 
-def read(path: Path) -> RebaseState:
-    """The state, its every field checked; a `--skip` reads the same file three times (the
-    stop it resumes, the stops it lists, its own), so a content checked once is not checked
-    again (a tenth of a second each on a 50-patch series): each reader gets its own copy."""
+def read(path: Path, shared: bool = False) -> RebaseState:
+    """The state, its every field checked; a `--skip` reads the same file twice (the stop
+    it resumes, the stops it lists) and the one it wrote, so a content checked (or written)
+    once is not checked again (a tenth of a second each on a 50-patch series). A reader
+    that changes the state gets its own copy; one that only looks (`shared`) gets the one
+    kept, which nobody may change."""
     try:
         data = untrusted.read_bytes(path) or b""
         digest = hashlib.sha256(data).digest()
         if digest in _CHECKED:
-            return copy.deepcopy(_CHECKED[digest])
+            return _CHECKED[digest] if shared else _clone(_CHECKED[digest])
         doc = untrusted.loads_json(data)
     except ValueError as exc:
         raise CarryError(f"cannot read rebase state {path}: {exc}") from None
@@ -206,15 +239,36 @@ def read(path: Path) -> RebaseState:
         raise CarryError(f"rebase state {path} is damaged: {exc}; carry will not act on it",
                          hint="check the branch and the worktree it names, then remove the "
                               "file") from None
-    _CHECKED[digest] = copy.deepcopy(state)
-    return state
+    _remember(digest, state)
+    return state if shared else _clone(state)
 
 
-def in_progress(repo: Repo, series: str) -> list[RebaseState]:
+def _remember(digest: bytes, state: RebaseState) -> None:
+    """The newest 64: a long run (the CI loop over many series) keeps no more."""
+    _CHECKED[digest] = state
+    while len(_CHECKED) > 64:
+        del _CHECKED[next(iter(_CHECKED))]
+
+
+def _clone(s: RebaseState) -> RebaseState:
+    """A copy sharing nothing a reader may change (lists, dicts, entries), made field by
+    field: `copy.deepcopy` costs ten times as much on a 50-patch state."""
+    return replace(s, paths=list(s.paths), patches=[_clone_patch(p) for p in s.patches],
+                   trial=[_clone_patch(p) for p in s.trial],
+                   group=[replace(g) for g in s.group])
+
+
+def _clone_patch(p: PatchResult) -> PatchResult:
+    return replace(p, forecast=list(p.forecast), resolutions=list(p.resolutions),
+                   cause=dict(p.cause) if p.cause is not None else None)
+
+
+def in_progress(repo: Repo, series: str, shared: bool = False) -> list[RebaseState]:
+    """The series' saved states; `shared`: for a reader that does not change them (`read`)."""
     d = state_dir(repo, series)
     if not d.is_dir():
         return []
-    return [read(p) for p in sorted(d.glob("*.json"))]
+    return [read(p, shared) for p in sorted(d.glob("*.json"))]
 
 
 def pick(repo: Repo, series: str, which: Sequence[str]) -> list[RebaseState]:
@@ -276,6 +330,8 @@ def _invalid(s: RebaseState) -> str:
         return "a commit field is not a full object name"
     if not _is_branch(s.branch):
         return f"branch {s.branch!r} is not a branch"
+    from carry.replay.why import valid_cause  # read only by a state not checked before
+
     for p in (*s.patches, *s.trial):
         if not valid_cause(p.cause):
             return "a patch entry's cause or builds_on is not a commit and a patch file"

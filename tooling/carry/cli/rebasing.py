@@ -3,7 +3,7 @@
 exactly the resume forms a conflict loop types (`carry rebase [NAME] --skip --repo PATH`...),
 which `cli.main` tries first. Importing typer and building its command cost more than a
 `--skip`'s own work; any other command line, or anything `quick` is not sure of, goes to
-typer, so the two parses never differ (tests/test_quick_parse.py checks them argv by argv)."""
+typer, so the two parses never differ (tests/test_skip_fast.py checks them argv by argv)."""
 
 from __future__ import annotations
 

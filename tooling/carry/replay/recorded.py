@@ -88,6 +88,9 @@ class Marked:
         return b"".join(out)
 
 
+_MARKS = (b"<", b"|", b"=", b">")
+
+
 def _is(line: bytes, ch: bytes) -> bool:
     body = line.rstrip(b"\r\n")
     return body == ch * _SIZE or body.startswith(ch * _SIZE + b" ")
@@ -101,11 +104,15 @@ def parse_marked(data: bytes) -> Marked | None:
     hunks: list[Hunk] = []
     part: list[list[bytes]] = []
     for line in split_lines(data):
+        marker = line[:1] in _MARKS  # a cheap first look: most lines are not markers
         if not part:
-            if _is(line, b"<"):
+            if marker and _is(line, b"<"):
                 part = [[]]
             else:
                 context[-1].append(line)
+            continue
+        if not marker:
+            part[-1].append(line)
             continue
         step = {1: b"|", 2: b"=", 3: b">"}[len(part)]
         if _is(line, step):

@@ -183,16 +183,39 @@ def _context(repo: Repo, p: RawCommit, paths: set[bytes],
              earlier: list[tuple[str, str, set[bytes]]]) -> tuple[str, str | None]:
     """P's parent tree with the left-out patches taken out one by one (at P's paths),
     nearest first, and the first of them without which P no longer applies (None: P builds
-    on none)."""
+    on none). Each tree is known before P is merged onto any of them, so P's merges are
+    asked at once (`clean_merges`), up to a tree only git's merge can make."""
     tree = repo.read_commit(p.parents[0]).tree
+    tries: list[tuple[str, str, str]] = []  # (patch taken out, tree before, tree after)
     for source, _, shared in earlier:
-        undone = repo.unapply_tree(repo.read_commit(source), tree, shared)
-        if not undone.clean:  # a later applied patch changed its lines: cannot tell
-            continue
-        if not repo.merge_onto(undone.tree, p.parents[0], p.sha, paths).clean:
-            return tree, source
-        tree = undone.tree
-    return tree, None
+        commit = repo.read_commit(source)
+        try:
+            undone = repo.unapply_trivially(commit, tree, shared)
+        except CarryError:  # asked in turn, the tries before it were merged first
+            undone = None
+        if undone is None:
+            on = _first_on(repo, p, paths, tries)
+            if on is not None:
+                return on
+            tries = []
+            undone = repo.unapply_tree(commit, tree, shared)
+        if undone.clean:  # else a later applied patch changed its lines: cannot tell
+            tries.append((source, tree, undone.tree))
+            tree = undone.tree
+    return _first_on(repo, p, paths, tries) or (tree, None)
+
+
+def _first_on(repo: Repo, p: RawCommit, paths: set[bytes], tries: list[tuple[str, str, str]]
+              ) -> tuple[str, str] | None:
+    """The first of `tries` (a patch taken out and the trees before and after) after which
+    P no longer applies, with the tree before it."""
+    asks = [(after, p.parents[0], p.sha, paths) for _, _, after in tries]
+    for (source, before, after), clean in zip(tries, repo.clean_merges(asks), strict=True):
+        if clean is None:
+            clean = repo.merge_onto(after, p.parents[0], p.sha, paths).clean
+        if not clean:
+            return before, source
+    return None
 
 
 @dataclass
@@ -254,6 +277,12 @@ def _bisect(repo: Repo, p: RawCommit, context: str, paths: set[bytes],
 
     probes = [line.mb, *(line.every() if moved else
                          [c for c, changed in line.touching if changed & paths])]
+    if not moved:  # a tree memory cannot make is left to the probe that needs it
+        trees = []
+        for u in probes:
+            with suppress(CarryError):
+                trees.append(at(repo.read_commit(u).tree))
+        _foresee(repo, p, paths, seen, trees, base, prefix)
     good, bad = 0, len(probes) - 1
     if bad == 0 or not conflicts(probes[bad]) or (line.mb != base and conflicts(line.mb)):
         return None
@@ -265,6 +294,18 @@ def _bisect(repo: Repo, p: RawCommit, context: str, paths: set[bytes],
             good = mid
     c = repo.read_commit(probes[bad])
     return {"sha": c.sha, "subject": c.subject, "pr": pr_number(c.subject)}
+
+
+def _foresee(repo: Repo, p: RawCommit, paths: set[bytes], seen: dict[str, bool],
+             trees: list[str], base: str, prefix: str) -> None:
+    """Whether P conflicts at each of `trees` (a probe's tree at P's paths), all asked at
+    once (`clean_merges`), into `seen`: where the prefix is carried onto a tree in memory
+    and `clean_merges` can tell. The bisection then probes the rest as before."""
+    carried = {ours: repo.trivial_merge(ours, base, prefix, paths) for ours in trees}
+    known = [(ours, c.tree) for ours, c in carried.items() if c is not None]
+    asks = [(tree, p.parents[0], p.sha, paths) for _, tree in known]
+    seen.update((ours, not clean) for (ours, _), clean in
+                zip(known, repo.clean_merges(asks), strict=True) if clean is not None)
 
 
 def _look(line: _Line, paths: set[bytes]) -> str:

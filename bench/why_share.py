@@ -1,9 +1,11 @@
 """What a replay's root causes cost against the replay: `replay_target` of the series in
 one process with `replay.why` in the foreground (not on its thread), the why work timed
-apart. Prints the seconds, the git processes the why work started (by command), each
-conflicting patch's answer as one JSON line (`answers`), and, last, why's seconds over the
-rest's. With `--answers FILE` the answers are also written there, or, when FILE exists,
-checked against it (exit 1 on a difference): a faster why must give the same answers.
+apart. Prints the CPU seconds (the why work's thread and its git children against the rest
+of the process and its children), the git processes the why work started (by command),
+each conflicting patch's answer as one JSON line (`answers`), and, last, the wall seconds
+and why's over the rest's. With `--answers FILE` the answers are also written there, or,
+when FILE exists, checked against it (exit 1 on a difference): a faster why must give the
+same answers.
 
 Usage: python bench/why_share.py REPO SERIES_DIR ONTO_REF [--answers FILE]
 (PYTHONPATH: this tooling/)
@@ -12,6 +14,7 @@ Usage: python bench/why_share.py REPO SERIES_DIR ONTO_REF [--answers FILE]
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 import time
@@ -27,10 +30,22 @@ from carry.replay.targets import ResolvedTarget
 from carry.series import store
 
 
+def children() -> float:
+    """CPU seconds of the git processes waited for so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def process() -> float:
+    """CPU seconds of this process (every thread) and its waited-for children."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime + children()
+
+
 def main() -> None:
     repo_path, series_dir, onto_ref = sys.argv[1:4]
     keep = Path(sys.argv[5]) if sys.argv[4:5] == ["--answers"] else None
-    spent, inside = [0.0], [False]
+    spent, spent_cpu, inside = [0.0], [0.0], [False]
     started: Counter[str] = Counter()
     init, add, finish = whymod.Why.__init__, whymod.Why.add, whymod.Why.finish
     popen = subprocess.Popen
@@ -41,13 +56,14 @@ def main() -> None:
 
     def timed(fn: Any) -> Any:
         def run(self: Any, *args: Any) -> Any:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time() + children()
             inside[0] = True
             try:
                 return fn(self, *args)
             finally:
                 inside[0] = False
                 spent[0] += time.perf_counter() - t0
+                spent_cpu[0] += time.thread_time() + children() - c0
         return run
 
     class Counted(popen):  # type: ignore[valid-type,misc]
@@ -62,13 +78,13 @@ def main() -> None:
     subprocess.Popen = Counted  # type: ignore[misc]
     repo = Repo.open(Path(repo_path))
     series = store.load(Path(series_dir))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), process()
     base, carried = load_chain(series, repo)
     onto = repo.rev_parse(onto_ref)
     done = engine.replay_target(series, repo, base, carried,
                                 ResolvedTarget("upstream-main", onto_ref, onto),
                                 repo.committer_ident())
-    total = time.perf_counter() - t0
+    total, total_cpu = time.perf_counter() - t0, process() - c0
     answers = [{"file": p.file, "status": p.status, "cause": p.cause,
                 "builds_on": p.builds_on, "look": p.look}
                for p in done.result.patches if p.status in whymod.CONFLICTING]
@@ -81,6 +97,8 @@ def main() -> None:
         keep.write_text(json.dumps(answers, indent=1, sort_keys=True) + "\n")
     roots = sum(1 for p in done.result.patches if p.cause)
     print("why's git processes: " + ", ".join(f"{n} {cmd}" for cmd, n in started.most_common()))
+    rest = total_cpu - spent_cpu[0]
+    print(f"CPU: replay {rest:.3f} s, why {spent_cpu[0]:.3f} s, {spent_cpu[0] / rest:.3f}")
     print(f"replay {total - spent[0]:.3f} s, why {spent[0]:.3f} s ({roots} root causes) "
           f"{spent[0] / (total - spent[0]):.3f}")
 

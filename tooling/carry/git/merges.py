@@ -121,10 +121,18 @@ class Merges(Trees):
         """`merge_onto` with `paths` where it is worked out in memory; None where it needs
         git's merge."""
         before, after = self.read_commit(base).tree, self.read_commit(theirs).tree
+        return self._trivially(ours_tree, [(path, self.tree_lookup(before, path),
+                                            self.tree_lookup(after, path)) for path in paths])
+
+    def _trivially(self, ours_tree: str, sides: list[tuple[bytes, Entry | None, Entry | None]]
+                   ) -> MergeResult | None:
+        """`trivial_merge` given each path's base and theirs entries."""
         edits: dict[bytes, Entry | None] = {}
-        for path in paths:
-            b, o, t = (self.tree_lookup(x, path) for x in (before, ours_tree, after))
-            if t == b or o == t:
+        for path, b, t in sides:
+            if t == b:
+                continue
+            o = self.tree_lookup(ours_tree, path)
+            if o == t:
                 continue
             if o != b:
                 return None  # both sides changed it: git's content merge decides
@@ -149,20 +157,25 @@ class Merges(Trees):
         the other modified, else as its three blobs merge by their attributes. Those
         content merges, of all the merges asked, are done together in one tree of their
         own, a path asked again under `carry-merge-N/`, kept only where `git check-attr`
-        gives it the same attributes there (the same merge driver)."""
+        gives it the same attributes there (the same merge driver); and each is kept, so
+        that a later call asking the same three entries of a path merges nothing."""
         wanted = [self._content_merges(*ask) for ask in asks]
         names: dict[_Content, bytes] = {}
         again: dict[bytes, int] = {}
         for item in (x for w in wanted if isinstance(w, list) for x in w):
-            if item not in names:
+            if item not in names and item not in self._merged:
                 n = again[item[0]] = again.get(item[0], -1) + 1
                 names[item] = b"carry-merge-%d/%s" % (n, item[0]) if n else item[0]
         odd = self._attributes_differ([(item[0], name) for item, name in names.items()])
         kept = {item: name for item, name in names.items() if name not in odd}
         conflicted = self._merge_contents(kept) if kept else set()
+        if conflicted is not None:
+            if len(self._merged) > 65536:
+                self._merged.clear()
+            self._merged.update((x, name not in conflicted) for x, name in kept.items())
         return [w if not isinstance(w, list) else None
-                if conflicted is None or any(x not in kept for x in w)
-                else not any(kept[x] in conflicted for x in w) for w in wanted]
+                if any(x not in self._merged for x in w)
+                else all(self._merged[x] for x in w) for w in wanted]
 
     def _content_merges(self, ours: str, base: str, theirs: str, paths: Collection[bytes]
                         ) -> list[_Content] | bool | None:
@@ -254,8 +267,29 @@ class Merges(Trees):
     def unapply_trivially(self, commit: RawCommit, tree: str, paths: Collection[bytes]
                           ) -> MergeResult | None:
         """`unapply_tree` at `paths` where it is worked out in memory; None where it needs
-        git's merge."""
-        return self.trivial_merge(tree, commit.sha, self._reverted(commit, paths), paths)
+        git's merge. The commit that takes `commit` out is only written when its tree cannot
+        be made (then it raises, as `unapply_tree` does)."""
+        if not commit.parents:
+            raise CarryError(f"cannot take out root commit {commit.sha[:12]}")
+        parent = self.read_commit(commit.parents[0]).tree
+        back = {p: self.tree_lookup(parent, p) for p in paths}
+        if self._edit_raises(commit.tree, back):
+            return self.trivial_merge(tree, commit.sha, self._reverted(commit, paths), paths)
+        return self._trivially(tree, [(p, self.tree_lookup(commit.tree, p), back[p])
+                                      for p in paths])
+
+    def _edit_raises(self, tree: str, changes: dict[bytes, Entry | None]) -> bool:
+        """Whether `edit_tree(tree, changes)` would find a file where a change needs a
+        folder, or change both a path and one below it (so that what it sets is not what
+        it makes)."""
+        for path in changes:
+            parts = path.split(b"/")
+            for n in range(1, len(parts)):
+                up = b"/".join(parts[:n])
+                e = self.tree_lookup(tree, up)
+                if up in changes or (e is not None and e[0] != b"40000"):
+                    return True
+        return False
 
     def _reverted(self, commit: RawCommit, paths: Iterable[bytes] | None) -> str:
         """The commit that takes `commit` out (at `paths`), on top of it."""

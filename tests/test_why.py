@@ -212,7 +212,7 @@ def test_bisection_costs_about_log2_n_merges_and_a_rerun_none(
         repo.close()
 
 
-def _one_by_one(self: Repo, asks: list[Any]) -> list[bool | None]:
+def _one_by_one(self: Repo, asks: list[Any], known: Any = None) -> list[bool | None]:
     """`clean_merges` telling nothing: every merge then runs on its own, in the order a
     patch asks it, as the whys were worked out before they were asked together."""
     return [None] * len(asks)

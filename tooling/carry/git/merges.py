@@ -27,7 +27,8 @@ _QUOTED = re.compile(rb'[\x00-\x1f"\\\x7f-\xff]')  # a path git's --name-only pr
 # last, after the other side's whole history (16,000 commits, 0.3 s a merge on vLLM).
 GRAFT_IDENT = Ident("carry", "carry@localhost", "4102444800 +0000")
 _BLOB = (b"100644", b"100755")
-_Content = tuple[bytes, Entry, Entry, Entry]  # a path and its base, ours and theirs entries
+# a path and its base, ours and theirs entries: one content merge
+Content = tuple[bytes, Entry, Entry, Entry]
 
 
 @dataclass
@@ -143,8 +144,8 @@ class Merges(Trees):
             return None
         return MergeResult(tree or self.write_object("tree", b""), True, ())
 
-    def clean_merges(self, asks: Sequence[tuple[str, str, str, Collection[bytes]]]
-                     ) -> list[bool | None]:
+    def clean_merges(self, asks: Sequence[tuple[str, str, str, Collection[bytes]]],
+                     known: dict[Content, bool] | None = None) -> list[bool | None]:
         """Whether each `merge_onto(ours_tree, base, theirs, paths)` is clean, for many merges
         in at most one `git merge-tree`; None where this cannot tell (the caller merges it).
 
@@ -157,33 +158,31 @@ class Merges(Trees):
         the other modified, else as its three blobs merge by their attributes. Those
         content merges, of all the merges asked, are done together in one tree of their
         own, a path asked again under `carry-merge-N/`, kept only where `git check-attr`
-        gives it the same attributes there (the same merge driver); and each is kept, so
-        that a later call asking the same three entries of a path merges nothing."""
+        gives it the same attributes there (the same merge driver). `known` keeps each
+        content merge's answer, so that a later call given it merges no path twice."""
+        merged = {} if known is None else known
         wanted = [self._content_merges(*ask) for ask in asks]
-        names: dict[_Content, bytes] = {}
+        names: dict[Content, bytes] = {}
         again: dict[bytes, int] = {}
         for item in (x for w in wanted if isinstance(w, list) for x in w):
-            if item not in names and item not in self._merged:
+            if item not in names and item not in merged:
                 n = again[item[0]] = again.get(item[0], -1) + 1
                 names[item] = b"carry-merge-%d/%s" % (n, item[0]) if n else item[0]
         odd = self._attributes_differ([(item[0], name) for item, name in names.items()])
         kept = {item: name for item, name in names.items() if name not in odd}
         conflicted = self._merge_contents(kept) if kept else set()
         if conflicted is not None:
-            if len(self._merged) > 65536:
-                self._merged.clear()
-            self._merged.update((x, name not in conflicted) for x, name in kept.items())
-        return [w if not isinstance(w, list) else None
-                if any(x not in self._merged for x in w)
-                else all(self._merged[x] for x in w) for w in wanted]
+            merged.update((x, name not in conflicted) for x, name in kept.items())
+        return [w if not isinstance(w, list) else None if any(x not in merged for x in w)
+                else all(merged[x] for x in w) for w in wanted]
 
     def _content_merges(self, ours: str, base: str, theirs: str, paths: Collection[bytes]
-                        ) -> list[_Content] | bool | None:
+                        ) -> list[Content] | bool | None:
         """The paths of a `clean_merges` merge both sides changed, with their entries; True
         for none (clean), False for a modify/delete no rename can explain (a conflict), None
         where a rename might (see `clean_merges`) or a side holds other than regular files."""
         before, after = self.read_commit(base).tree, self.read_commit(theirs).tree
-        out: list[_Content] = []
+        out: list[Content] = []
         added = deleted = clash = False  # theirs added, theirs deleted, a modify/delete
         gone = False  # ours deleted what theirs changed
         for path in paths:
@@ -235,7 +234,7 @@ class Merges(Trees):
             self._attrs.update((p, b"\0".join(sorted(v))) for p, v in found.items())
         return {b for a, b in pairs if a != b and self._attrs.get(a) != self._attrs.get(b)}
 
-    def _merge_contents(self, names: dict[_Content, bytes]) -> set[bytes] | None:
+    def _merge_contents(self, names: dict[Content, bytes]) -> set[bytes] | None:
         """The names of `names`' content merges that conflict, all merged in one `git
         merge-tree` of three trees holding only them; None when those trees cannot be made
         (a real path where a `carry-merge-N` folder goes) or git fails."""
@@ -314,15 +313,15 @@ def _trace(ours: str, theirs: str, tree: str) -> None:
             fh.write(f"{ours} {theirs} {tree}\n")
 
 
-def _base(item: _Content) -> Entry:
+def _base(item: Content) -> Entry:
     return item[1]
 
 
-def _ours(item: _Content) -> Entry:
+def _ours(item: Content) -> Entry:
     return item[2]
 
 
-def _theirs(item: _Content) -> Entry:
+def _theirs(item: Content) -> Entry:
     return item[3]
 
 

@@ -30,7 +30,7 @@ from contextlib import suppress
 from typing import Any
 
 from carry.base.errors import CarryError
-from carry.git import RawCommit, Repo
+from carry.git import Content, RawCommit, Repo
 from carry.replay import whyprobe
 from carry.replay.runs import PatchResult
 
@@ -70,6 +70,7 @@ class Why:
         self._lock = threading.Lock()
         self._done: dict[int, _Known] = {}
         self._runs: list[Future[None]] = []
+        self._merged: dict[Content, bool] = {}  # each content merge's answer (`together`)
         self._changes: dict[str, dict[bytes, Any]] | None = None
         self._base = ""  # the series base
         self._mb: str | None = None  # its merge-base with `onto`
@@ -105,7 +106,8 @@ class Why:
         with self._lock:
             jobs, self._waiting = self._waiting, []
         if jobs:
-            found = whyprobe.together(self._repo, [self._one(*job[1:]) for job in jobs])
+            found = whyprobe.together(self._repo, [self._one(*job[1:]) for job in jobs],
+                                      self._merged)
             self._done.update(zip((job[0] for job in jobs), found, strict=True))
 
     def _one(self, source: str, earlier: list[tuple[str, str]], sources: list[str]

@@ -20,15 +20,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from carry.base.errors import CarryError
-from carry.git import GRAFT_IDENT, Entry, RawCommit, Repo
+from carry.git import GRAFT_IDENT, Content, Entry, RawCommit, Repo
 
 Asks = list[tuple[str, str, str, Collection[bytes]]]  # merge_onto's arguments, one a merge
 Plan = Generator[Asks, list[bool | None], Any]
 
 
-def together(repo: Repo, plans: Sequence[Plan]) -> list[Any]:
+def together(repo: Repo, plans: Sequence[Plan], known: dict[Content, bool]) -> list[Any]:
     """Each plan's return value: every round, the merges all plans yield are asked in one
-    `clean_merges`, and each plan is sent its own answers."""
+    `clean_merges` (`known`: the content merges answered before), and each plan is sent
+    its own answers."""
     results: list[Any] = [None] * len(plans)
     asked: dict[int, Asks] = {}
 
@@ -44,7 +45,7 @@ def together(repo: Repo, plans: Sequence[Plan]) -> list[Any]:
     while asked:
         flat = [ask for mine in asked.values() for ask in mine]
         try:
-            answers = repo.clean_merges(flat)
+            answers = repo.clean_merges(flat, known)
         except CarryError:  # each plan then merges its own, as it would alone
             answers = [None] * len(flat)
         at = 0

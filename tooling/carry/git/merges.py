@@ -217,6 +217,13 @@ class Merges(Trees):
         except CarryError:
             return True
 
+    def prime_attributes(self, paths: Iterable[bytes]) -> None:
+        """Ask `git check-attr` now, in one process, for `paths` and the names
+        `clean_merges` is likely to give them (`carry-merge-1/` to `-16/`), rather than in
+        each call."""
+        self._attributes_differ([(p, b"carry-merge-%d/%s" % (n, p)) for p in paths
+                                 for n in range(1, 17)])
+
     def _attributes_differ(self, pairs: list[tuple[bytes, bytes]]) -> set[bytes]:
         """The second names of `pairs` whose attributes (`git check-attr -a`, one process for
         all those not asked before) are not the first's."""

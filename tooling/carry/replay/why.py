@@ -105,6 +105,9 @@ class Why:
         """Every conflict waiting, worked out together."""
         with self._lock:
             jobs, self._waiting = self._waiting, []
+        if jobs and self._changes is None:
+            self._changes = self._repo.commit_changes(jobs[0][3])
+            self._repo.prime_attributes({p for c in self._changes.values() for p in c})
         if jobs:
             found = whyprobe.together(self._repo, [self._one(*job[1:]) for job in jobs],
                                       self._merged)
@@ -113,8 +116,7 @@ class Why:
     def _one(self, source: str, earlier: list[tuple[str, str]], sources: list[str]
              ) -> Generator[whyprobe.Asks, list[bool | None], _Known]:
         repo = self._repo
-        if self._changes is None:
-            self._changes = repo.commit_changes(sources)
+        assert self._changes is not None  # `_work`'s
         p = repo.read_commit(source)
         paths = set(self._changes.get(p.sha, {}))
         shared = [(src, file, paths & self._changes.get(src, {}).keys())

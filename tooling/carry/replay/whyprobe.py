@@ -184,7 +184,8 @@ def bisect(repo: Repo, p: RawCommit, context: str, paths: set[bytes], line: Line
     good, bad = 0, len(probes) - 1
     if bad == 0:
         return None
-    yield from ask([probes[bad], line.mb, *_ahead(probes, good, bad)])
+    yield from ask([probes[bad], *([line.mb] if line.mb != base else []),
+                    *_ahead(probes, good, bad)])
     if not conflicts(probes[bad]) or (line.mb != base and conflicts(line.mb)):
         return None
     while bad - good > 1:

@@ -5,20 +5,23 @@ of the process and its children), the git processes the why work started (by com
 each conflicting patch's answer as one JSON line (`answers`), and, last, the wall seconds
 and why's over the rest's. With `--answers FILE` the answers are also written there, or,
 when FILE exists, checked against it (exit 1 on a difference): a faster why must give the
-same answers.
+same answers; with `--check` they are checked (exit 1) against the same whys worked out
+again with every merge asked alone, untimed.
 
-Usage: python bench/why_share.py REPO SERIES_DIR ONTO_REF [--answers FILE]
+Usage: python bench/why_share.py REPO SERIES_DIR ONTO_REF [--answers FILE] [--check]
 (PYTHONPATH: this tooling/)
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import resource
+import shutil
 import subprocess
-import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,7 @@ from carry.git import Repo
 from carry.replay import engine
 from carry.replay import why as whymod
 from carry.replay.chain import load_chain
+from carry.replay.runs import PatchResult
 from carry.replay.targets import ResolvedTarget
 from carry.series import store
 
@@ -42,9 +46,33 @@ def process() -> float:
     return r.ru_utime + r.ru_stime + children()
 
 
+def listed(patches: list[PatchResult]) -> list[dict[str, Any]]:
+    return [{"file": p.file, "status": p.status, "cause": p.cause, "builds_on": p.builds_on,
+             "look": p.look} for p in patches if p.status in whymod.CONFLICTING]
+
+
+def one_by_one(repo: Repo, patches: list[PatchResult], onto: str) -> list[dict[str, Any]]:
+    """The same whys worked out again (untimed, none recalled from `.git/carry/why/`) with
+    `clean_merges` telling nothing, so that every merge runs by itself where a patch asks
+    it, as before the whys were asked together."""
+    shutil.rmtree(repo.carry_dir() / "why", ignore_errors=True)
+    steps = [replace(p, cause=None, builds_on="", look="") for p in patches]
+    Repo.clean_merges = lambda self, asks, known=None: [None] * len(asks)  # type: ignore
+    whymod.annotate(repo, steps, onto)
+    return listed(steps)
+
+
 def main() -> None:
-    repo_path, series_dir, onto_ref = sys.argv[1:4]
-    keep = Path(sys.argv[5]) if sys.argv[4:5] == ["--answers"] else None
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("repo")
+    ap.add_argument("series_dir")
+    ap.add_argument("onto_ref")
+    ap.add_argument("--answers", type=Path, default=None)
+    ap.add_argument("--check", action="store_true",
+                    help="check the answers against the whys with every merge asked alone")
+    args = ap.parse_args()
+    repo_path, series_dir, onto_ref, keep = args.repo, args.series_dir, args.onto_ref, \
+        args.answers
     spent, spent_cpu, inside = [0.0], [0.0], [False]
     started: Counter[str] = Counter()
     init, add, finish = whymod.Why.__init__, whymod.Why.add, whymod.Why.finish
@@ -85,9 +113,7 @@ def main() -> None:
                                 ResolvedTarget("upstream-main", onto_ref, onto),
                                 repo.committer_ident())
     total, total_cpu = time.perf_counter() - t0, process() - c0
-    answers = [{"file": p.file, "status": p.status, "cause": p.cause,
-                "builds_on": p.builds_on, "look": p.look}
-               for p in done.result.patches if p.status in whymod.CONFLICTING]
+    answers = listed(done.result.patches)
     print("answers " + json.dumps(answers, sort_keys=True))
     if keep is not None and keep.exists():
         if json.loads(keep.read_text()) != answers:
@@ -99,8 +125,13 @@ def main() -> None:
     print("why's git processes: " + ", ".join(f"{n} {cmd}" for cmd, n in started.most_common()))
     rest = total_cpu - spent_cpu[0]
     print(f"CPU: replay {rest:.3f} s, why {spent_cpu[0]:.3f} s, {spent_cpu[0] / rest:.3f}")
-    print(f"replay {total - spent[0]:.3f} s, why {spent[0]:.3f} s ({roots} root causes) "
-          f"{spent[0] / (total - spent[0]):.3f}")
+    last = (f"replay {total - spent[0]:.3f} s, why {spent[0]:.3f} s ({roots} root causes) "
+            f"{spent[0] / (total - spent[0]):.3f}")
+    if args.check:  # after the timing, which it would change
+        if one_by_one(repo, done.result.patches, onto) != answers:
+            raise SystemExit("the answers differ from those with every merge asked alone")
+        print("same answers as with every merge asked alone")
+    print(last)
 
 
 if __name__ == "__main__":

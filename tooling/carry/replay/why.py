@@ -72,8 +72,7 @@ class Why:
         self._runs: list[Future[None]] = []
         self._merged: dict[Content, bool] = {}  # each content merge's answer (`together`)
         self._changes: dict[str, dict[bytes, Any]] | None = None
-        self._base = ""  # the series base
-        self._mb: str | None = None  # its merge-base with `onto`
+        self._line_: whyprobe.Line | None = None
 
     def add(self, i: int) -> None:
         step = self._steps[i]
@@ -135,7 +134,7 @@ class Why:
                 if on is not None:
                     known["builds_on"] = on
                 else:
-                    line = self._line(sources, paths)
+                    line = self._line(sources)
                     known["cause"] = yield from whyprobe.bisect(repo, p, context, paths, line,
                                                                 _cause)
                     if known["cause"] is None:
@@ -147,11 +146,16 @@ class Why:
         on_file = next((file for src, file, _ in shared if src == known["builds_on"]), "")
         return known["cause"], on_file, str(known.get("look", ""))
 
-    def _line(self, sources: list[str], paths: set[bytes]) -> whyprobe.Line:
-        if self._mb is None:  # the series base is the parent of the chain's first patch
-            self._base = self._repo.read_commit(sources[0]).parents[0]
-            self._mb = self._repo.merge_base(self._base, self._onto) or ""
-        return whyprobe.Line.of(self._repo, self._base, self._mb, self._onto, paths)
+    def _line(self, sources: list[str]) -> whyprobe.Line:
+        """The target's line, read once for every root: the commits that change any path of
+        the series (each root then keeps those that change its own)."""
+        if self._line_ is None:  # the series base is the parent of the chain's first patch
+            assert self._changes is not None  # `_work`'s
+            base = self._repo.read_commit(sources[0]).parents[0]
+            mb = self._repo.merge_base(base, self._onto) or ""
+            paths = {p for c in self._changes.values() for p in c}
+            self._line_ = whyprobe.Line.of(self._repo, base, mb, self._onto, paths)
+        return self._line_
 
 
 def _cause(c: RawCommit) -> dict[str, Any]:

@@ -214,9 +214,20 @@ class History(Merges):
         specs = sorted({os.fsdecode(p) for p in paths})
         if not specs:
             return []
+        return self._first_parent_names(since, until, "--", *specs)
+
+    def first_parent_names(self, since: str, until: str) -> list[tuple[str, set[bytes]]]:
+        """`first_parent_changes` for every path: each commit with the files it changes.
+        Cheaper than the paths as a pathspec when they are many (git matches each name of
+        each commit against every one: 74 ms for 99 paths over 212 commits, 17 ms for
+        all)."""
+        return self._first_parent_names(since, until)
+
+    def _first_parent_names(self, since: str, until: str, *specs: str
+                            ) -> list[tuple[str, set[bytes]]]:
         out = self._run(*STABLE_CONFIG, "--literal-pathspecs", "log", "-z", "--first-parent",
                         "--no-renames", "--no-show-signature", "--name-only", "--format=%x01%H",
-                        until, "--not", since, "--", *specs).stdout
+                        until, "--not", since, *specs).stdout
         found: list[tuple[str, set[bytes]]] = []
         for token in out.split(b"\0"):
             token = token.strip(b"\n")

@@ -115,7 +115,10 @@ class Line:
 
     @classmethod
     def of(cls, repo: Repo, base: str, mb: str, onto: str, paths: set[bytes]) -> Line:
-        return cls(repo, base, mb, onto, repo.first_parent_changes(mb, onto, paths) if mb else [])
+        """The line, with the commits that change `paths` (every conflicting patch's: one
+        `git log` for them all, of every name, filtered here)."""
+        names = repo.first_parent_names(mb, onto) if mb else []
+        return cls(repo, base, mb, onto, [(c, n & paths) for c, n in names if n & paths])
 
     def every(self) -> list[str]:
         if self._all is None:

@@ -22,7 +22,9 @@ the clone: `carry rebase` then `carry rebase --skip` until done, as bench_confli
 git's loop (`git worktree add` and `git cherry-pick B..series` in it, `--skip` at every stop),
 and carry's loop again on the same clone, warm (its caches from the cold run). Every loop is
 checked against git's: the same outcome for each patch (applied, stopped, dropped) and, for
-each applied patch, the same tree and the same author (name, email, date).
+each applied patch, the same tree and the same author (name, email, date). Last, why's share
+of the first call (`why_share.py`), its answers checked against the whys with every merge
+asked alone.
 
 Usage: CARRY_REAL_FORK=/path/to/vllm.git python bench/bench_real_fork.py [--repeat 3]
 """
@@ -231,17 +233,19 @@ def worktree_cost(ctx: Ctx, wt: Path) -> tuple[float, float]:
     return took, plain
 
 
-def why_share(ctx: Ctx) -> float:
-    """What the root causes cost against the replay they explain: the first call's replay
-    in one process (`bench/why_share.py`), the why work in the foreground and timed apart,
-    with no why kept from before."""
+def why_share(ctx: Ctx) -> tuple[float, float]:
+    """What the root causes cost against the replay they explain, wall and CPU: the first
+    call's replay in one process (`bench/why_share.py`), the why work in the foreground and
+    timed apart, with no why kept from before; its answers checked against the same whys
+    with every merge asked alone (`--check`)."""
     shutil.rmtree(ctx.repo / ".git" / "carry" / "why", ignore_errors=True)
     out = subprocess.run([sys.executable, str(Path(__file__).with_name("why_share.py")),
-                          str(ctx.repo), str(ctx.series / NAME), ONTO_REF], env=ctx.env,
-                         capture_output=True, text=True)
+                          str(ctx.repo), str(ctx.series / NAME), ONTO_REF, "--check"],
+                         env=ctx.env, capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"why_share.py failed: {out.stderr.strip()[-800:]}")
-    return float(out.stdout.split()[-1])
+    (cpu_line,) = (x for x in out.stdout.splitlines() if x.startswith("CPU: "))
+    return float(out.stdout.split()[-1]), float(cpu_line.split()[-1])
 
 
 def tidy(ctx: Ctx, branch: str) -> None:
@@ -278,8 +282,9 @@ def one_round(fork: str, work: Path, shape: Shape, n: int,
                         (f"+{steps}: git worktree add s", plain),
                         (f"+{steps}: --resolve / git worktree add", took / plain)):
             ratios.setdefault(name, []).append(v)
-        share = why_share(ctx)
+        share, share_cpu = why_share(ctx)
         ratios.setdefault(f"+{steps}: why / replay it explains", []).append(share)
+        ratios.setdefault(f"+{steps}: why / replay it explains, CPU", []).append(share_cpu)
         print(f"# round {n}, target +{steps} ({onto[:12]}): {g.outcome.count('stopped')} stops, "
               f"{g.outcome.count('applied')} applied, {g.outcome.count('dropped')} dropped, "
               f"same outcomes, trees and authors in all three loops; carry cold "

@@ -212,6 +212,68 @@ def test_bisection_costs_about_log2_n_merges_and_a_rerun_none(
         repo.close()
 
 
+def _one_by_one(self: Repo, asks: list[Any], known: Any = None) -> list[bool | None]:
+    """`clean_merges` telling nothing: every merge then runs on its own, in the order a
+    patch asks it, as the whys were worked out before they were asked together."""
+    return [None] * len(asks)
+
+
+@pytest.mark.parametrize("flips", [(), (12, 24), (6, 16, 26, 34)])
+def test_whys_asked_together_are_those_asked_one_by_one(
+        fifty: Fifty, monkeypatch: pytest.MonkeyPatch, flips: tuple[int, ...]) -> None:
+    """The forecast's whys (every conflict's merges decided together a round at a time, some
+    asked ahead) against the same whys with each merge asked alone. `flips`: upstream
+    commits that undo and redo h3's retune after the fixture's, so that P's line does not
+    conflict from one commit on and the bisection's path decides which transition it names."""
+    up, h3 = fifty.up, 30
+    up.checkout("main")
+    for i in flips:
+        h3 = 3 if h3 != 3 else 30 + i  # 3: as the base has it, where 0001 applies
+        up.commit(f"Flip h3 {i} (#{2000 + i})", {"src/util.py": util(h3=h3, h15=150)})
+    s = seriesmod.find(fifty.root, "demo")
+    repo = Repo.open(up.path)
+    try:
+        steps = replay(s, repo, "main").patches
+        together = [(x.cause, x.builds_on, x.look) for x in steps]
+        assert steps[2].builds_on and steps[0].cause and steps[3].cause
+        shutil.rmtree(up.path / ".git" / "carry" / "why")
+        monkeypatch.setattr(Repo, "clean_merges", _one_by_one)
+        why.annotate(repo, steps, up.rev("main"))
+        assert [(x.cause, x.builds_on, x.look) for x in steps] == together
+    finally:
+        repo.close()
+
+
+def test_the_earlier_patch_named_is_the_nearest_one_p_needs_when_asked_in_groups(
+        upstream: CommitBuilder, make_series: MakeSeries, series_root: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """0004 sets h9 that 0002 set; 0003 (nearest) and 0001 share its file, not its line. Taken
+    out nearest first, 0003 leaves 0004 applying, 0002 not, and 0001 with them not either:
+    the second and third are asked in one group, and the first of them to fail is named."""
+    up = upstream
+    up.checkout("base")
+    git(up.path, "checkout", "-q", "-b", "feature")
+    up.commit("Tune h3", {"src/util.py": util(h3=33)})
+    up.commit("Tune h9", {"src/util.py": util(h3=33, h9=99)})
+    up.commit("Tune h3 again", {"src/util.py": util(h3=333, h9=99)})
+    up.commit("Tune h9 again", {"src/util.py": util(h3=333, h9=999)})
+    up.checkout("main")
+    up.commit("Retune h3 (#1)", {"src/util.py": util(h3=30)})
+    up.commit("Retune h9 (#2)", {"src/util.py": util(h3=30, h9=90)})
+    s = make_series(up, "feature", targets=[Target(name="main", ref="main")])
+    files = [p.name for p in s.patches()]
+    repo = Repo.open(up.path)
+    try:
+        steps = replay(seriesmod.find(series_root, "demo"), repo, "main").patches
+        assert [x.builds_on for x in steps] == ["", "", files[0], files[1]]
+        shutil.rmtree(up.path / ".git" / "carry" / "why")
+        monkeypatch.setattr(Repo, "clean_merges", _one_by_one)
+        why.annotate(repo, steps, up.rev("main"))
+        assert [x.builds_on for x in steps] == ["", "", files[0], files[1]]
+    finally:
+        repo.close()
+
+
 def test_ci_summary_and_tracking_issue_say_why_roots_first(fifty: Fifty, tmp_path: Path) -> None:
     from tests import github_server
 

@@ -37,15 +37,16 @@ from carry.git.history import (
     parse_changes,
 )
 from carry.git.index import ApplyError, Index
+from carry.git.merges import Content
 from carry.git.objects import Entry, parse_commit
 from carry.git.refs import ANY, Refs, RefUpdate
 from carry.git.worktrees import Worktrees
 
 __all__ = [
     "ANY", "FORMAT_PATCH_ARGS", "FROM_LINE", "GRAFT_IDENT", "INDEX_PREFIX", "NULL_SHA",
-    "ApplyError", "Entry", "GitError", "Ident", "LogEntry", "MergeResult", "PendingMerge",
-    "RawCommit", "RefUpdate", "Repo", "check_remote", "mailinfo", "parse_changes",
-    "parse_commit", "user_ident",
+    "ApplyError", "Content", "Entry", "GitError", "Ident", "LogEntry", "MergeResult",
+    "PendingMerge", "RawCommit", "RefUpdate", "Repo", "check_remote", "mailinfo",
+    "parse_changes", "parse_commit", "user_ident",
 ]
 
 

@@ -124,6 +124,8 @@ class Base:
     # the last conflicting `replay_tree`: (graft, theirs) -> its diff3 tree and stages
     _conflicted: dict[tuple[str, str], tuple[str, dict[bytes, dict[int, tuple[bytes, str]]]]] = (
         field(default_factory=dict, repr=False))
+    # each path's attributes as `git check-attr -a` gives them (`Merges.clean_merges`)
+    _attrs: dict[bytes, bytes] = field(default_factory=dict, repr=False)
 
     def _run(
         self,

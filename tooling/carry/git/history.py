@@ -4,11 +4,10 @@ a range is always one `git log` or `rev-list`, piped where it needs a second too
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from carry.base.childenv import git_env
@@ -205,18 +204,16 @@ class History(Merges):
             flags.append("--no-patch")
         return self._run("range-diff", *flags, *args).stdout.decode("utf-8", "replace")
 
-    def first_parent_changes(self, since: str, until: str, paths: Iterable[bytes]
-                             ) -> list[tuple[str, set[bytes]]]:
-        """The commits on `until`'s first-parent line after `since` that change any of
-        `paths` against their first parent, oldest first, each with which of them (a rename
-        counts at both names): the only commits at which a merge of those paths can change.
-        One `git log`, its diffs limited to the paths."""
-        specs = sorted({os.fsdecode(p) for p in paths})
-        if not specs:
-            return []
-        out = self._run(*STABLE_CONFIG, "--literal-pathspecs", "log", "-z", "--first-parent",
-                        "--no-renames", "--no-show-signature", "--name-only", "--format=%x01%H",
-                        until, "--not", since, "--", *specs).stdout
+    def first_parent_names(self, since: str, until: str) -> list[tuple[str, set[bytes]]]:
+        """The commits on `until`'s first-parent line after `since`, oldest first, each with
+        the files it changes against its first parent (a rename at both names): the only
+        commits at which a merge of those files can change. One `git log` of every name,
+        which a caller filters: many paths as a pathspec cost more (git matches each name
+        of each commit against every one: 74 ms for 99 paths over 212 commits, 17 ms for
+        all)."""
+        out = self._run(*STABLE_CONFIG, "log", "-z", "--first-parent", "--no-renames",
+                        "--no-show-signature", "--name-only", "--format=%x01%H", until,
+                        "--not", since).stdout
         found: list[tuple[str, set[bytes]]] = []
         for token in out.split(b"\0"):
             token = token.strip(b"\n")

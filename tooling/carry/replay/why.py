@@ -11,8 +11,10 @@ the series prefix (P's own paths, as P found them) is carried onto U by one merg
 series base, and P conflicts at U when its merge onto that result is not clean (a prefix
 that conflicts at U is taken with its markers: only P's own hunks decide). Only the commits
 that change P's paths can change that answer, so about log2 of their number probes of two
-small `merge-tree`s each, no worktree, and only for the conflicting patches. A non-monotone
-line still gives a real transition: a commit where P applies on its parent and not on it.
+small merges each, no worktree, and only for the conflicting patches. A non-monotone line
+still gives a real transition: a commit where P applies on its parent and not on it. The
+merges themselves are `whyprobe`'s: all the conflicts' next merges are decided together,
+in one `merge-tree` a round.
 """
 
 from __future__ import annotations
@@ -21,15 +23,15 @@ import hashlib
 import json
 import os
 import re
-import shlex
-from collections.abc import Sequence
+import threading
+from collections.abc import Generator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
-from dataclasses import dataclass
 from typing import Any
 
 from carry.base.errors import CarryError
-from carry.git import GRAFT_IDENT, Entry, RawCommit, Repo
+from carry.git import Content, RawCommit, Repo
+from carry.replay import whyprobe
 from carry.replay.runs import PatchResult
 
 CONFLICTING = ("conflict", "would-conflict")
@@ -53,7 +55,10 @@ class Why:
     (every earlier patch's status is final by then); with `background` the work runs on a
     thread of its own, with its own handle on the repository, so that git merges while the
     forecast replays on; `finish` waits and sets the fields, `close` always ends the thread.
-    A patch asked before, with the same patches left out, comes from `.git/carry/why/`."""
+    The conflicts added and not yet worked out are worked out together (`whyprobe`): all
+    of them at `finish` in the foreground, those waiting when the thread gets to them in
+    the background. A patch asked before, with the same patches left out, comes from
+    `.git/carry/why/`."""
 
     def __init__(self, repo: Repo, steps: list[PatchResult], onto: str,
                  background: bool = True) -> None:
@@ -61,10 +66,13 @@ class Why:
         self._repo = repo.fork() if background else repo
         self._own = background
         self._pool = ThreadPoolExecutor(1) if background else None
-        self._jobs: list[tuple[int, Future[_Known] | _Known]] = []
+        self._waiting: list[tuple[int, str, list[tuple[str, str]], list[str]]] = []
+        self._lock = threading.Lock()
+        self._done: dict[int, _Known] = {}
+        self._runs: list[Future[None]] = []
+        self._merged: dict[Content, bool] = {}  # each content merge's answer (`together`)
         self._changes: dict[str, dict[bytes, Any]] | None = None
-        self._base = ""  # the series base
-        self._mb: str | None = None  # its merge-base with `onto`
+        self._line_: whyprobe.Line | None = None
 
     def add(self, i: int) -> None:
         step = self._steps[i]
@@ -73,16 +81,18 @@ class Why:
         earlier = [(s.source, s.file) for s in reversed(self._steps[:i])
                    if s.status in LEFT_OUT and s.source]
         sources = [s.source for s in self._steps if s.source]
+        with self._lock:
+            self._waiting.append((i, step.source, earlier, sources))
         if self._pool is not None:
-            self._jobs.append((i, self._pool.submit(self._one, step.source, earlier, sources)))
-        else:
-            self._jobs.append((i, self._one(step.source, earlier, sources)))
+            self._runs.append(self._pool.submit(self._work))
 
     def finish(self) -> None:
-        for i, job in self._jobs:
-            known = job.result() if isinstance(job, Future) else job
+        for run in self._runs:
+            run.result()
+        self._work()
+        for i, known in self._done.items():
             self._steps[i].cause, self._steps[i].builds_on, self._steps[i].look = known
-        self._jobs = []
+        self._runs, self._done = [], {}
 
     def close(self) -> None:
         if self._pool is not None:
@@ -90,11 +100,22 @@ class Why:
         if self._own:
             self._repo.close()
 
+    def _work(self) -> None:
+        """Every conflict waiting, worked out together."""
+        with self._lock:
+            jobs, self._waiting = self._waiting, []
+        if jobs and self._changes is None:
+            self._changes = self._repo.commit_changes(jobs[0][3])
+            self._repo.prime_attributes({p for c in self._changes.values() for p in c})
+        if jobs:
+            found = whyprobe.together(self._repo, [self._one(*job[1:]) for job in jobs],
+                                      self._merged)
+            self._done.update(zip((job[0] for job in jobs), found, strict=True))
+
     def _one(self, source: str, earlier: list[tuple[str, str]], sources: list[str]
-             ) -> _Known:
+             ) -> Generator[whyprobe.Asks, list[bool | None], _Known]:
         repo = self._repo
-        if self._changes is None:
-            self._changes = repo.commit_changes(sources)
+        assert self._changes is not None  # `_work`'s
         p = repo.read_commit(source)
         paths = set(self._changes.get(p.sha, {}))
         shared = [(src, file, paths & self._changes.get(src, {}).keys())
@@ -109,14 +130,15 @@ class Why:
         if known is None:
             known = {"builds_on": "", "cause": None}
             try:
-                context, on = _context(repo, p, paths, shared)
+                context, on = yield from whyprobe.context(repo, p, paths, shared)
                 if on is not None:
                     known["builds_on"] = on
                 else:
-                    line = self._line(sources, paths)
-                    known["cause"] = _bisect(repo, p, context, paths, line)
+                    line = self._line(sources)
+                    known["cause"] = yield from whyprobe.bisect(repo, p, context, paths, line,
+                                                                _cause)
                     if known["cause"] is None:
-                        known["look"] = _look(line, paths)
+                        known["look"] = whyprobe.look(line, paths)
                     _remember(repo, rooted, known)
                 _remember(repo, built, {"builds_on": known["builds_on"], "cause": None})
             except CarryError:  # a shape the in-memory merges cannot take: no why
@@ -124,11 +146,20 @@ class Why:
         on_file = next((file for src, file, _ in shared if src == known["builds_on"]), "")
         return known["cause"], on_file, str(known.get("look", ""))
 
-    def _line(self, sources: list[str], paths: set[bytes]) -> _Line:
-        if self._mb is None:  # the series base is the parent of the chain's first patch
-            self._base = self._repo.read_commit(sources[0]).parents[0]
-            self._mb = self._repo.merge_base(self._base, self._onto) or ""
-        return _Line.of(self._repo, self._base, self._mb, self._onto, paths)
+    def _line(self, sources: list[str]) -> whyprobe.Line:
+        """The target's line, read once for every root: the commits that change any path of
+        the series (each root then keeps those that change its own)."""
+        if self._line_ is None:  # the series base is the parent of the chain's first patch
+            assert self._changes is not None  # `_work`'s
+            base = self._repo.read_commit(sources[0]).parents[0]
+            mb = self._repo.merge_base(base, self._onto) or ""
+            paths = {p for c in self._changes.values() for p in c}
+            self._line_ = whyprobe.Line.of(self._repo, base, mb, self._onto, paths)
+        return self._line_
+
+
+def _cause(c: RawCommit) -> dict[str, Any]:
+    return {"sha": c.sha, "subject": c.subject, "pr": pr_number(c.subject)}
 
 
 def _key(onto: str, patch: str, left_out: list[str]) -> str:
@@ -177,104 +208,6 @@ def _remember(repo: Repo, key: str, known: dict[str, Any]) -> None:
         if len(entries) > 512:
             for old in sorted(entries, key=lambda e: e.stat().st_mtime)[:-512]:
                 old.unlink()
-
-
-def _context(repo: Repo, p: RawCommit, paths: set[bytes],
-             earlier: list[tuple[str, str, set[bytes]]]) -> tuple[str, str | None]:
-    """P's parent tree with the left-out patches taken out one by one (at P's paths),
-    nearest first, and the first of them without which P no longer applies (None: P builds
-    on none)."""
-    tree = repo.read_commit(p.parents[0]).tree
-    for source, _, shared in earlier:
-        undone = repo.unapply_tree(repo.read_commit(source), tree, shared)
-        if not undone.clean:  # a later applied patch changed its lines: cannot tell
-            continue
-        if not repo.merge_onto(undone.tree, p.parents[0], p.sha, paths).clean:
-            return tree, source
-        tree = undone.tree
-    return tree, None
-
-
-@dataclass
-class _Line:
-    """The target's first-parent line from the merge-base `mb` of the series base with it:
-    every commit of it (oldest first, read only when needed), and those that change a
-    patch's paths, with which."""
-
-    repo: Repo
-    base: str
-    mb: str
-    onto: str
-    touching: list[tuple[str, set[bytes]]]
-    _all: list[str] | None = None
-
-    @classmethod
-    def of(cls, repo: Repo, base: str, mb: str, onto: str, paths: set[bytes]) -> _Line:
-        return cls(repo, base, mb, onto, repo.first_parent_changes(mb, onto, paths) if mb else [])
-
-    def every(self) -> list[str]:
-        if self._all is None:
-            self._all = self.repo.first_parent_chain(self.onto, self.mb) or []
-        return self._all
-
-
-def _bisect(repo: Repo, p: RawCommit, context: str, paths: set[bytes],
-            line: _Line) -> dict[str, Any] | None:
-    """The first commit of the line at which P conflicts (the probe below), when P
-    conflicts at the target and not at the line's start; else None.
-
-    P's merge depends only on what a commit holds at P's paths, so the probes look at those
-    paths alone (small merges) and at the commits that change them. When upstream has taken
-    one of them away (a rename git may follow), whole trees are merged at every commit of
-    the line instead, as the replay did."""
-    if not line.mb:
-        return None
-    base = line.base
-    base_tree = repo.read_commit(base).tree
-    onto_tree = repo.read_commit(line.onto).tree
-    moved = any(repo.tree_lookup(onto_tree, path) is None
-                and repo.tree_lookup(context, path) is not None for path in paths)
-
-    def at(tree: str) -> str:
-        edits: dict[bytes, Entry | None] = {path: repo.tree_lookup(tree, path) for path in paths}
-        return repo.edit_tree(base_tree, edits) or repo.write_object("tree", b"")
-
-    prefix = repo.write_commit(at(context), [base], b"carry prefix\n", GRAFT_IDENT,
-                               GRAFT_IDENT)
-    seen: dict[str, bool] = {}
-
-    def conflicts(u: str) -> bool:
-        # The prefix may itself conflict at U where P does not (an earlier patch a maintainer
-        # resolved by hand): its tree, markers and all, is still what P's hunks meet.
-        ours = repo.read_commit(u).tree if moved else at(repo.read_commit(u).tree)
-        if ours not in seen:
-            carried = repo.merge_onto(ours, base, prefix, paths)
-            seen[ours] = not repo.merge_onto(carried.tree, p.parents[0], p.sha, paths).clean
-        return seen[ours]
-
-    probes = [line.mb, *(line.every() if moved else
-                         [c for c, changed in line.touching if changed & paths])]
-    good, bad = 0, len(probes) - 1
-    if bad == 0 or not conflicts(probes[bad]) or (line.mb != base and conflicts(line.mb)):
-        return None
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        if conflicts(probes[mid]):
-            bad = mid
-        else:
-            good = mid
-    c = repo.read_commit(probes[bad])
-    return {"sha": c.sha, "subject": c.subject, "pr": pr_number(c.subject)}
-
-
-def _look(line: _Line, paths: set[bytes]) -> str:
-    """The command that lists the target's commits which change the patch's files since the
-    series base: where a maintainer looks when no single commit explains a conflict."""
-    if not line.mb:
-        return ""
-    files = sorted(p.decode("utf-8", "surrogateescape") for p in paths)
-    return shlex.join(["git", "log", "--oneline", "--first-parent",
-                       f"{line.mb[:12]}..{line.onto[:12]}", "--", *files])
 
 
 def pr_number(subject: str) -> int | None:

@@ -189,7 +189,7 @@ def _one_by_one(ctx: _Replay, run: Run, head: str, head_tree: str,
     conflict, already found (`_blame`)."""
     repo, steps, committer = ctx.repo, ctx.steps, ctx.committer
     for n, (j, c) in enumerate(run):
-        if known is None and repo.read_commit(c.parents[0]).tree == head_tree:
+        if (n or known is None) and repo.read_commit(c.parents[0]).tree == head_tree:
             tree = c.tree  # nothing moved under this patch: its own tree is the result
         else:
             merged = known if n == 0 and known is not None else repo.replay_tree(c, head_tree)

@@ -83,3 +83,35 @@ def test_a_run_of_one_that_conflicts_is_merged_once(upstream: CommitBuilder, tmp
     assert _merges(trace) == 1
     assert batched[1:3] == (0, ["f2.txt"])
     repo.close()
+
+
+def test_a_blamed_conflict_that_resolves_by_itself_goes_on(upstream: CommitBuilder,
+                                                            tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """The blamed patch's conflict resolves by itself (both sides added an entry to one
+    dict) from the run's merge, and the run's later patches go on one by one: the same
+    commits as a merge per patch, with fewer merges."""
+    table = 'TABLE = {\n    "a": 1,\n    "b": 2,\n}\n'
+    upstream.commit("files", {**{f"f{i}.txt": LINES for i in range(4)}, "t.py": table})
+    git(upstream.path, "tag", "-f", "base")
+    git(upstream.path, "checkout", "-q", "-b", "feature")
+    upstream.commit("P0", {"f0.txt": LINES.replace("line 5\n", "patch 0\n")})
+    upstream.commit("P1", {"t.py": table.replace('    "b": 2,\n', '    "b": 2,\n    "p": 4,\n')})
+    upstream.commit("P2", {"f2.txt": LINES.replace("line 5\n", "patch 2\n")})
+    upstream.checkout("main")
+    git(upstream.path, "reset", "-q", "--hard", "base")
+    ours = table.replace('    "b": 2,\n', '    "b": 2,\n    "u": 3,\n')
+    upstream.commit("upstream", {"t.py": ours})
+    shas = git(upstream.path, "rev-list", "--reverse", "base..feature").split()
+    repo = Repo.open(upstream.path)
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    one_each = _replay(repo, shas, batch=False, auto=True)
+    assert _merges(trace) == 3
+    batched = _replay(repo, shas, batch=True, auto=True)
+    assert _merges(trace) == 2  # the run's, then P2's after the resolution
+    assert batched == one_each
+    assert [s for s, _ in batched[3]] == ["applied"] * 3  # type: ignore[index]
+    assert b'"u": 3' in git(upstream.path, "show", f"{batched[0]}:t.py").encode()
+    repo.close()

@@ -82,7 +82,7 @@ class Status:
 def _stopped(repo: Repo, series: Series) -> list[Stopped]:
     from carry.rebase import command as rebase
     from carry.rebase import resume
-    from carry.replay.why import explain
+    from carry.replay.causes import explain
 
     out = []
     several = len(resume.stopped(repo)) > 1

@@ -237,6 +237,32 @@ class History(Merges):
         return self._run("diff-tree", "-r", "-z", "--no-renames", "--stdin",
                          input=("\n".join(commits) + "\n").encode()).stdout
 
+    def commit_diffs(self, commits: Sequence[str]) -> dict[str, bytes]:
+        """Each commit's diff against its parent as `format_patch` writes it (the part
+        `git mailinfo` calls the patch), for many commits in one `git diff-tree --stdin`:
+        a fifth of format-patch's cost, with no diffstat. A commit that changes nothing, or
+        whose output cannot be told apart, has no entry: a caller compares, never trusts."""
+        if not commits:
+            return {}
+        out = self._run(*STABLE_CONFIG, "diff-tree", "--stdin", "-p", "--full-index", "--binary",
+                        "--find-renames", "--no-color", "--no-ext-diff", "--no-textconv",
+                        "--src-prefix=a/", "--dst-prefix=b/",
+                        input=("\n".join(commits) + "\n").encode()).stdout
+        marks = [(sha, f"{sha}\n".encode()) for sha in commits]
+        found: dict[str, bytes] = {}
+        pos, k = 0, 0
+        while pos < len(out):  # like format_patch: a diff starts where the last one ended
+            while k < len(marks) and not out.startswith(marks[k][1], pos):
+                k += 1
+            if k == len(marks):
+                return found
+            start = pos + len(marks[k][1])
+            ends = (out.find(b"\n" + m + b"diff --git ", start) for _, m in marks[k + 1:])
+            end = next((e + 1 for e in ends if e != -1), len(out))
+            found[marks[k][0]] = out[start:end]
+            pos, k = end, k + 1
+        return found
+
     def changed_files(self, a: str, b: str, deleted: bool = False) -> list[str]:
         """The paths `b` changes against `a`; without `deleted`, only those that still exist
         (what hooks get as --files)."""

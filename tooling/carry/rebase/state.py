@@ -18,6 +18,7 @@ from typing import Any
 from carry.base import atomic, redact, untrusted
 from carry.base.errors import CarryError
 from carry.git import ANY, Ident, Repo
+from carry.replay.causes import valid_cause
 from carry.replay.runs import PatchResult, PatchStatus
 from carry.replay.targets import ResolvedTarget
 
@@ -330,8 +331,6 @@ def _invalid(s: RebaseState) -> str:
         return "a commit field is not a full object name"
     if not _is_branch(s.branch):
         return f"branch {s.branch!r} is not a branch"
-    from carry.replay.why import valid_cause  # read only by a state not checked before
-
     for p in (*s.patches, *s.trial):
         if not valid_cause(p.cause):
             return "a patch entry's cause or builds_on is not a commit and a patch file"

@@ -104,10 +104,53 @@ def materialize(repo: Repo, plist: Sequence[patchmod.Patch], base: str, committe
                 progress: Progress | None = None) -> list[str]:
     """Commit each patch on top of the last, exact author and message; returns the commits,
     oldest first. A fixed `committer` makes the result deterministic (the cache)."""
+    done = _from_origins(repo, plist, base, committer, progress)
     try:
-        return _sparse(repo, plist, base, committer, progress)
+        return done + _sparse(repo, plist[len(done):], done[-1] if done else base, committer,
+                              progress, len(done))
     except _NotExact:
         return _full(repo, plist, base, committer, progress)
+
+
+def _from_origins(repo: Repo, plist: Sequence[patchmod.Patch], base: str, committer: Ident,
+                  progress: Progress | None) -> list[str]:
+    """The longest first run of patches that are exactly the commits they were made from
+    (their `From <sha>` lines), committed with those commits' trees and nothing applied:
+    a commit whose parent has the tree the series has there, and whose diff, as format-patch
+    writes it, is the patch's diff byte for byte (the diffstat before it is only stat lines,
+    which `git apply` skips), gives that commit's tree. One `diff-tree` for the whole series
+    costs a fifth of applying it on vLLM's tree; CI's fresh clone has the fork's commits.
+    An edited patch, or an origin this clone lacks, ends the run: the rest is applied."""
+    origins = [p.origin for p in plist]
+    origins = origins[:origins.index("")] if "" in origins else origins
+    if not origins:
+        return []
+    try:
+        commits = repo.read_commits(origins)
+        parents = repo.read_commits([c.parents[0] if c.parents else base for c in commits])
+    except CarryError:  # not in this clone (a PR's commits never fetched)
+        return []
+    diffs = repo.commit_diffs(origins)
+    out, parent, tree = [], base, repo.read_commit(base).tree
+    for i, (patch, c, before) in enumerate(zip(plist, commits, parents, strict=False), 1):
+        if len(c.parents) != 1 or before.tree != tree or not _same_diff(patch.diff,
+                                                                         diffs.get(c.sha)):
+            break
+        if progress:
+            progress(i, len(plist), patch.file)
+        tree = c.tree
+        parent = repo.write_commit(tree, [parent], patch.message, patch.author, committer,
+                                   patch.encoding)
+        out.append(parent)
+    return out
+
+
+def _same_diff(diff: bytes, made: bytes | None) -> bool:
+    at = diff.find(b"diff --git ")
+    if made is None or at < 0 or diff[at:] != made:
+        return False
+    return all(line in (b"---", b"") or line.startswith(b" ")
+               for line in diff[:at].split(b"\n"))
 
 
 def _full(repo: Repo, plist: Sequence[patchmod.Patch], base: str, committer: Ident,
@@ -133,12 +176,12 @@ class _NotExact(Exception):
 
 
 def _sparse(repo: Repo, plist: Sequence[patchmod.Patch], base: str, committer: Ident,
-            progress: Progress | None) -> list[str]:
+            progress: Progress | None, done: int = 0) -> list[str]:
     parent, tree = base, repo.read_commit(base).tree
     out = []
-    for i, patch in enumerate(plist, 1):
+    for i, patch in enumerate(plist, done + 1):
         if progress:
-            progress(i, len(plist), patch.file)
+            progress(i, done + len(plist), patch.file)
         try:
             before, after = _apply_one(repo, tree, patch.diff)
         except CarryError:

@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from carry.base.data import EMPTY_WHEN_NONE
 from carry.git import Ident, Repo
-from carry.replay import rerere
-from carry.replay import why as whymod
 from carry.replay.runs import PatchResult as PatchResult
 from carry.replay.runs import PatchStatus as PatchStatus
 from carry.replay.runs import run_steps as run_steps
@@ -25,6 +23,7 @@ from carry.replay.targets import ResolvedTarget, fork_line
 from carry.series.store import Series
 
 if TYPE_CHECKING:  # loaded where a replay starts, not by a `--skip` that only reads results
+    from carry.replay import rerere
     from carry.replay.audit import AuditFinding
     from carry.replay.chain import Carried
     from carry.replay.drops import Drop
@@ -107,7 +106,9 @@ class TargetResult:
     @property
     def why(self) -> list[dict[str, Any]]:
         """Each conflicting patch and why it conflicts, root conflicts first."""
-        return whymod.explain(self.patches, self.line)
+        from carry.replay.causes import explain  # its words: a stop's report runs no search
+
+        return explain(self.patches, self.line)
 
     def count(self, status: str) -> int:
         return sum(1 for p in self.patches if p.status == status)
@@ -152,6 +153,8 @@ def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
     it in its state and a skip takes its commits instead of merging again. Given the target
     commit `onto`, each conflict also gets its why (`replay.why`), worked out on another
     thread while the forecast goes on."""
+    from carry.replay import why as whymod  # a skip forecasts nothing: it takes the trial
+
     trial = [replace(s) for s in steps]
     trial[stop].status = PatchStatus.SKIPPED
     why = whymod.Why(repo, steps, onto) if onto else None
@@ -179,6 +182,8 @@ def resolutions(series: Series, auto: bool = True) -> rerere.Recorded:
     """The series' recorded resolutions, and whether a conflict whose three texts decide it
     resolves by itself: unless `auto` (`--no-auto-resolve`) or the manifest's
     `policy.auto_resolve` is off."""
+    from carry.replay import rerere
+
     return rerere.load(series.root, auto and series.manifest.policy.auto_resolve)
 
 

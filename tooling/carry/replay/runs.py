@@ -9,12 +9,14 @@ import enum
 import hashlib
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from carry.base.atomic import write_bytes
 from carry.base.errors import CarryError
 from carry.git import Entry, Ident, MergeResult, PendingMerge, RawCommit, Repo, parse_changes
-from carry.replay import rerere
+
+if TYPE_CHECKING:  # a skip replays nothing: the resolutions are read where a replay is
+    from carry.replay import rerere
 
 Changes = dict[bytes, tuple[Entry | None, Entry | None]]
 Run = list[tuple[int, RawCommit]]  # consecutive steps (index, commit on the series base)
@@ -77,7 +79,11 @@ def run_steps(repo: Repo, steps: list[PatchResult], head: str, committer: Ident,
     if len(runs) > 1:  # the target's trees the merges will change, read in a few exchanges
         repo.read_paths(head_tree, {p for ch in changes.values() for p in ch})
     ahead = _start(repo, runs[0], head_tree) if runs else None
-    ctx = _Replay(repo, steps, changes, committer, recorded or rerere.Recorded())
+    if recorded is None:
+        from carry.replay.rerere import Recorded
+
+        recorded = Recorded()
+    ctx = _Replay(repo, steps, changes, committer, recorded)
     return _run(ctx, runs, head, head_tree, ahead)
 
 
@@ -215,6 +221,8 @@ def resolved(repo: Repo, recorded: rerere.Recorded, step: PatchResult, c: RawCom
     conflict recorded since (`resolution.take_recorded`), commits a resolution it did not
     get by hand."""
     head_tree = repo.read_commit(head).tree
+    from carry.replay import rerere
+
     fixed = rerere.apply(repo, recorded, step.number, c, head_tree)
     if fixed is None:
         return None

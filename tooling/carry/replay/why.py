@@ -24,7 +24,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Generator, Sequence
+from collections.abc import Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 from typing import Any
@@ -32,13 +32,14 @@ from typing import Any
 from carry.base.errors import CarryError
 from carry.git import Content, RawCommit, Repo
 from carry.replay import whyprobe
+from carry.replay.causes import CONFLICTING as CONFLICTING
+from carry.replay.causes import explain as explain
+from carry.replay.causes import valid_cause
 from carry.replay.runs import PatchResult
 
-CONFLICTING = ("conflict", "would-conflict")
 LEFT_OUT = ("conflict", "skipped", "would-conflict")
 # ASCII digits, at most 10: `(#٥)` is no PR and `(#<5,000 digits>)` no int()
 _PR = re.compile(r"\(#([0-9]{1,10})\)\s*$|^Merge pull request #([0-9]{1,10})(?![0-9])")
-_SHA = re.compile(r"^[0-9a-f]{40}$")
 _Known = tuple[dict[str, Any] | None, str, str]  # the cause, the file it builds on, the look
 
 
@@ -185,16 +186,6 @@ def _recall(repo: Repo, key: str) -> dict[str, Any] | None:
     return known if ok else None
 
 
-def valid_cause(cause: Any) -> bool:
-    """None, or the commit, subject and PR number `_bisect` gives: a cause read back from a
-    file (a saved rebase, the cache) is printed, so it is checked first."""
-    return cause is None or (
-        isinstance(cause, dict) and set(cause) == {"sha", "subject", "pr"}
-        and isinstance(cause["sha"], str) and bool(_SHA.match(cause["sha"]))
-        and isinstance(cause["subject"], str)
-        and (cause["pr"] is None or type(cause["pr"]) is int))
-
-
 def _remember(repo: Repo, key: str, known: dict[str, Any]) -> None:
     """Kept without a sync (a lost entry costs a recomputation), the newest 512."""
     raw = json.dumps(known, sort_keys=True).encode()
@@ -215,38 +206,3 @@ def pr_number(subject: str) -> int | None:
     from."""
     m = _PR.search(subject)
     return int(m.group(1) or m.group(2)) if m else None
-
-
-def explain(steps: Sequence[PatchResult], line: str = "") -> list[dict[str, Any]]:
-    """One entry per conflicting patch, root conflicts first (series order within each), with
-    the one line a person reads. `line`: the target's name when it is not upstream's line (a
-    fork branch), so that its commits are not called upstream's."""
-    status = {s.file: s.status for s in steps}
-    out = [{"file": s.file, "status": s.status, "cause": s.cause, "builds_on": s.builds_on,
-            "look": s.look, "line": line, "text": describe(s, status.get(s.builds_on, ""), line)}
-           for s in steps if s.status in CONFLICTING]
-    return sorted(out, key=lambda e: bool(e["builds_on"]))
-
-
-def describe(step: PatchResult, on_status: str = "", line: str = "") -> str:
-    """"0007 conflicts since upstream abc123 'Rename foo (#12)'" ("since fork-dev commit
-    abc123 ..." when the target, `line`, is a fork branch), "0009 builds on 0007, which was
-    skipped"."""
-    num = _num(step.file)
-    verb = "conflicts" if step.status == "conflict" else "would conflict"
-    if step.builds_on:
-        which = {"skipped": "was skipped", "conflict": "conflicts",
-                 "would-conflict": "would conflict too"}.get(on_status, "was left out")
-        return f"{num} builds on {_num(step.builds_on)}, which {which}"
-    c = step.cause
-    where = f"{line} commit" if line else "upstream"
-    if c:
-        return f"{num} {verb} since {where} {str(c.get('sha', ''))[:12]} '{c.get('subject')}'"
-    text = f"{num} {verb}; no single {line or 'upstream'} commit explains it"
-    if step.look:
-        return f"{text}: read the commits that change its files, {step.look}"
-    return f"{text}: compare its files between the series base and the target"
-
-
-def _num(file: str) -> str:
-    return file.split("-", 1)[0]

@@ -126,3 +126,24 @@ def test_origins_on_another_base_are_not_taken(upstream: CommitBuilder,
     assert repo.read_commit(onto).tree != repo.read_commit(upstream.rev("base")).tree
     assert chain._from_origins(repo, plist, onto, WHO, None) == []
     repo.close()
+
+
+def test_commit_diffs_are_format_patchs_own_and_skip_an_empty_commit(
+        upstream: CommitBuilder) -> None:
+    """Each commit's diff as `format_patch` writes it, an empty commit in the middle left
+    out, and a message line that looks like the next commit's id not taken for one."""
+    upstream.checkout("base")
+    git(upstream.path, "checkout", "-q", "-b", "side")
+    one = upstream.commit("One", {"a.txt": "one\n"})
+    empty = upstream.commit("Nothing", allow_empty=True)
+    three = upstream.commit("Three", {"b.bin": bytes(range(256)), "a.txt": None})
+    four = upstream.commit(f"{three}\n\nnames the commit before", {"c.txt": f"{three}\n"})
+    upstream.checkout("main")
+    repo = Repo.open(upstream.path)
+    got = repo.commit_diffs([one, empty, three, four])
+    assert set(got) == {one, three, four}
+    from carry.series.patches import split_mail
+
+    for sha, mail in repo.format_patch(upstream.rev("base"), four):
+        assert got[sha] == split_mail(mail)[2][split_mail(mail)[2].index(b"diff --git "):]
+    repo.close()

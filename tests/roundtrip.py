@@ -47,19 +47,32 @@ def commits(repo: Path, rng: str) -> list[str]:
 
 def roundtrip(repo: Path, base: str, series_root: Path, name: str = "rt",
               branch: str = "carried") -> list[tuple[Raw, Raw]]:
-    """Import base..HEAD, apply it onto base as `branch`; return (original, applied) pairs."""
+    """Import base..HEAD, apply it onto base as `branch` in a repository that has base's
+    history and none of the commits the patches came from (as on a machine with upstream
+    only: carry cannot take their trees, it must apply every patch); return (original,
+    applied) pairs."""
     importer.run(series_root, name,
         importer.Source(str(repo), range=f"{base}..HEAD"), today="2026-12-03")
     series = seriesmod.find(series_root, name)
-    handle = Repo.open(repo)
+    sha = _git(repo, "rev-parse", "--verify", f"{base}^{{commit}}").strip()
+    other = repo.with_name(repo.name + "-upstream-only")
+    _git(repo.parent, "init", "-q", str(other))
+    _git(other, "fetch", "-q", str(repo), f"+{sha}:refs/heads/upstream")
+    old = commits(repo, f"{base}..HEAD")
+    assert not any(_git(other, "cat-file", "-t", c, check=False) for c in old)
+    handle = Repo.open(other)
     try:
-        result = applymod.run(series, handle, base, branch, force=False)
+        result = applymod.run(series, handle, sha, branch, force=False)
     finally:
         handle.close()
-    old = commits(repo, f"{base}..HEAD")
-    new = commits(repo, f"{base}..{result.head}")
+    new = commits(other, f"{sha}..{result.head}")
     assert len(new) == len(old)
-    return [(raw_commit(repo, a), raw_commit(repo, b)) for a, b in zip(old, new, strict=True)]
+    return [(raw_commit(repo, a), raw_commit(other, b)) for a, b in zip(old, new, strict=True)]
+
+
+def _git(cwd: Path, *args: str, check: bool = True) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=check,
+                          text=True).stdout
 
 
 def assert_same(pairs: list[tuple[Raw, Raw]], committer: bytes = b"C O Mitter "

@@ -130,7 +130,10 @@ def _from_origins(repo: Repo, plist: Sequence[patchmod.Patch], base: str, commit
         parents = repo.read_commits([c.parents[0] if c.parents else base for c in commits])
     except CarryError:  # not in this clone (a PR's commits never fetched)
         return []
-    diffs = repo.commit_diffs(origins)
+    try:
+        diffs = repo.commit_diffs(origins)
+    except CarryError:  # a damaged object: applying says what is wrong, or works
+        return []
     out, parent, tree = [], base, repo.read_commit(base).tree
     for i, (patch, c, before) in enumerate(zip(plist, commits, parents, strict=False), 1):
         if len(c.parents) != 1 or before.tree != tree or not _same_diff(patch.diff,

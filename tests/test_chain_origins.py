@@ -147,3 +147,20 @@ def test_commit_diffs_are_format_patchs_own_and_skip_an_empty_commit(
     for sha, mail in repo.format_patch(upstream.rev("base"), four):
         assert got[sha] == split_mail(mail)[2][split_mail(mail)[2].index(b"diff --git "):]
     repo.close()
+
+
+def test_only_whole_stat_lines_may_stand_before_the_diff(upstream: CommitBuilder,
+                                                         make_series: object) -> None:
+    """The diff must start a line: glued onto a stat line, `git apply` would not read its
+    first header where format-patch put it."""
+    plist = _plist(upstream, make_series)
+    repo = Repo.open(upstream.path)
+    p = plist[0]
+    made = repo.commit_diffs([p.origin])[p.origin]
+    assert chain._same_diff(p.diff, made)
+    at = len(p.diff) - len(made)
+    assert p.diff[at - 2:at] == b"\n\n"
+    assert not chain._same_diff(p.diff[:at - 1] + b" x " + p.diff[at:], made)
+    assert not chain._same_diff(p.diff[:at] + b"--- a/README\n" + p.diff[at:], made)
+    assert not chain._same_diff(p.diff.replace(b"diff --git ", b"diff  --git ", 1), made)
+    repo.close()

@@ -149,11 +149,13 @@ def _from_origins(repo: Repo, plist: Sequence[patchmod.Patch], base: str, commit
 
 
 def _same_diff(diff: bytes, made: bytes | None) -> bool:
-    at = diff.find(b"diff --git ")
-    if made is None or at < 0 or diff[at:] != made:
+    """`diff` is `made` after whole lines that `git apply` skips: format-patch's `---`, its
+    diffstat (each line starts with a space) and blank lines."""
+    if made is None or not made.startswith(b"diff --git ") or not diff.endswith(made):
         return False
-    return all(line in (b"---", b"") or line.startswith(b" ")
-               for line in diff[:at].split(b"\n"))
+    before = diff[:len(diff) - len(made)]
+    return (not before or before.endswith(b"\n")) and all(
+        line in (b"---", b"") or line.startswith(b" ") for line in before.split(b"\n"))
 
 
 def _full(repo: Repo, plist: Sequence[patchmod.Patch], base: str, committer: Ident,

@@ -61,7 +61,9 @@ def _same(mail: bytes) -> bool:
 
 def _often(answers: list[bool], share: float) -> None:
     """"When the split answers, it is mailinfo's" holds vacuously if it never answers: it must
-    answer for at least `share` of the mails (about a half and two fifths at 120 examples)."""
+    answer for at least `share` of the mails (about a half and two fifths at 120 examples).
+    The examples are derandomized: a share drawn afresh each run fell under its bound once
+    in many runs (23 of 120), a flake that said nothing about the split."""
     assert len(answers) >= EXAMPLES // 4, len(answers)
     assert sum(answers) >= share * len(answers), (sum(answers), len(answers))
 
@@ -69,7 +71,7 @@ def _often(answers: list[bool], share: float) -> None:
 def test_a_plain_split_is_mailinfos() -> None:
     answers: list[bool] = []
 
-    @settings(max_examples=EXAMPLES, deadline=None)
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True)
     @given(headers=_headers, body=st.lists(_mostly(b"plain words", _line), max_size=4))
     def prop(headers: list[tuple[bytes, bytes]], body: list[bytes]) -> None:
         answers.append(_same(_mail(headers, body)))
@@ -81,7 +83,7 @@ def test_a_plain_split_is_mailinfos() -> None:
 def test_a_plain_split_is_mailinfos_under_plain_headers() -> None:
     answers: list[bool] = []
 
-    @settings(max_examples=EXAMPLES, deadline=None)
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True)
     @given(subject=_ascii, body=st.lists(_ascii, max_size=6))
     def prop(subject: bytes, body: list[bytes]) -> None:
         answers.append(_same(_mail([(b"From", b"A U Thor <author@example.com>"),

@@ -28,6 +28,7 @@ from typing import Any
 from carry.git import Repo
 from carry.replay import engine
 from carry.replay import why as whymod
+from carry.replay.causes import CONFLICTING
 from carry.replay.chain import load_chain
 from carry.replay.runs import PatchResult
 from carry.replay.targets import ResolvedTarget
@@ -48,7 +49,7 @@ def process() -> float:
 
 def listed(patches: list[PatchResult]) -> list[dict[str, Any]]:
     return [{"file": p.file, "status": p.status, "cause": p.cause, "builds_on": p.builds_on,
-             "look": p.look} for p in patches if p.status in whymod.CONFLICTING]
+             "look": p.look} for p in patches if p.status in CONFLICTING]
 
 
 def one_by_one(repo: Repo, patches: list[PatchResult], onto: str) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from carry.git import Repo
 from carry.intake import apply as applymod
 from carry.intake import importer
 from carry.series import store as seriesmod
+from tests.conftest import git
 
 
 @dataclass(frozen=True)
@@ -54,12 +55,12 @@ def roundtrip(repo: Path, base: str, series_root: Path, name: str = "rt",
     importer.run(series_root, name,
         importer.Source(str(repo), range=f"{base}..HEAD"), today="2026-12-03")
     series = seriesmod.find(series_root, name)
-    sha = _git(repo, "rev-parse", "--verify", f"{base}^{{commit}}").strip()
+    sha = git(repo, "rev-parse", "--verify", f"{base}^{{commit}}")
     other = repo.with_name(repo.name + "-upstream-only")
-    _git(repo.parent, "init", "-q", str(other))
-    _git(other, "fetch", "-q", str(repo), f"+{sha}:refs/heads/upstream")
+    git(repo.parent, "init", "-q", str(other))
+    git(other, "fetch", "-q", str(repo), f"+{sha}:refs/heads/upstream")
     old = commits(repo, f"{base}..HEAD")
-    assert not any(_git(other, "cat-file", "-t", c, check=False) for c in old)
+    assert not any(git(other, "cat-file", "-t", c, check=False) for c in old)
     handle = Repo.open(other)
     try:
         result = applymod.run(series, handle, sha, branch, force=False)
@@ -68,11 +69,6 @@ def roundtrip(repo: Path, base: str, series_root: Path, name: str = "rt",
     new = commits(other, f"{sha}..{result.head}")
     assert len(new) == len(old)
     return [(raw_commit(repo, a), raw_commit(other, b)) for a, b in zip(old, new, strict=True)]
-
-
-def _git(cwd: Path, *args: str, check: bool = True) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=check,
-                          text=True).stdout
 
 
 def assert_same(pairs: list[tuple[Raw, Raw]], committer: bytes = b"C O Mitter "

@@ -27,6 +27,9 @@ def _plist(upstream: CommitBuilder, make_series: object) -> list[patchmod.Patch]
 
 
 def _started(trace: Path) -> list[str]:
+    """The git commands started while `trace` was $GIT_TRACE (none: no file)."""
+    if not trace.exists():
+        return []
     return [ln.split("built-in: git ", 1)[1] for ln in trace.read_text().splitlines()
             if "trace: built-in: git" in ln]
 
@@ -115,16 +118,21 @@ def test_a_diffstat_holding_a_diff_is_not_trusted(upstream: CommitBuilder,
     repo.close()
 
 
-def test_origins_on_another_base_are_not_taken(upstream: CommitBuilder,
-                                               make_series: object) -> None:
+def test_origins_on_another_base_are_not_taken(upstream: CommitBuilder, tmp_path: Path,
+                                               make_series: object,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """The series committed onto another commit than its origins' parent: no origin's tree
-    is the answer there."""
+    is the answer there, and no diff is asked of git for it."""
     plist = _plist(upstream, make_series)
     upstream.commit("Upstream moves", {"NEWS": "moved\n"})
     repo = Repo.open(upstream.path)
     onto = upstream.rev("main")
     assert repo.read_commit(onto).tree != repo.read_commit(upstream.rev("base")).tree
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
     assert chain._from_origins(repo, plist, onto, WHO, None) == []
+    monkeypatch.delenv("GIT_TRACE")
+    assert not any(c.startswith("diff-tree") for c in _started(trace))
     repo.close()
 
 

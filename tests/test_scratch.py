@@ -46,7 +46,7 @@ def test_the_next_run_cleans_what_a_dead_run_left(upstream: CommitBuilder, serie
     # the patch no longer names a commit this repository has: applied, not taken from it
     (patch,) = (series_root / "demo" / "patches").iterdir()
     text = patch.read_bytes()
-    patch.write_bytes(b"From " + b"1" * 40 + text[45:])
+    patch.write_bytes(b"From " + b"1" * 40 + text[len(b"From ") + 40:])
     r = run_carry("apply", "demo", "--repo", str(upstream.path), "--onto", "base",
                   "--branch", "carried", "--series-dir", str(series_root))
     assert r.code == 0, r.err

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from carry.base.childenv import git_env
@@ -54,19 +54,13 @@ class History(Merges):
                         f"{base}..{head}").stdout
         marks = [b"From %s Mon Sep 17 00:00:00 2001\n" % sha.encode() for sha in commits]
         patches: list[tuple[str, bytes]] = []
-        pos, k = 0, 0
-        while pos < len(out):
-            while k < len(marks) and not out.startswith(marks[k], pos):
-                k += 1  # no patch for commit k: it changes nothing
-            if k == len(marks):
+        for k, start, end in _sections(out, marks):
+            if k < 0:
                 raise GitError(f"git format-patch wrote a patch for no commit of {base[:12]}.."
-                               f"{head[:12]} at byte {pos}")
-            ends = (out.find(b"\n" + m, pos) for m in marks[k + 1:])
-            end = next((e for e in ends if e != -1), len(out))
-            if end < len(out) and out[end - 1:end + 1] != b"\n\n":
+                               f"{head[:12]} at byte {start}")
+            if end < len(out) and out[end - 2:end] != b"\n\n":
                 raise GitError(f"git format-patch wrote no blank line after {commits[k][:12]}")
-            patches.append((commits[k], out[pos:end]))
-            pos, k = end + 1 if end < len(out) else end, k + 1
+            patches.append((commits[k], out[start:end - 1 if end < len(out) else end]))
         return patches
 
     def show_commit(self, commit: str) -> bytes:
@@ -248,19 +242,12 @@ class History(Merges):
                         "--find-renames", "--no-color", "--no-ext-diff", "--no-textconv",
                         "--src-prefix=a/", "--dst-prefix=b/",
                         input=("\n".join(commits) + "\n").encode()).stdout
-        marks = [(sha, f"{sha}\n".encode()) for sha in commits]
+        marks = [f"{sha}\n".encode() for sha in commits]
         found: dict[str, bytes] = {}
-        pos, k = 0, 0
-        while pos < len(out):  # like format_patch: a diff starts where the last one ended
-            while k < len(marks) and not out.startswith(marks[k][1], pos):
-                k += 1
-            if k == len(marks):
-                return found
-            start = pos + len(marks[k][1])
-            ends = (out.find(b"\n" + m + b"diff --git ", start) for _, m in marks[k + 1:])
-            end = next((e + 1 for e in ends if e != -1), len(out))
-            found[marks[k][0]] = out[start:end]
-            pos, k = end, k + 1
+        for k, start, end in _sections(out, marks, b"diff --git "):
+            if k < 0:
+                break
+            found[commits[k]] = out[start + len(marks[k]):end]
         return found
 
     def changed_files(self, a: str, b: str, deleted: bool = False) -> list[str]:
@@ -340,3 +327,23 @@ def mailinfo(mail: bytes) -> tuple[dict[str, str], bytes, bytes]:
 
 
 __all__ = ["FORMAT_PATCH_ARGS", "FROM_LINE", "GRAFT_IDENT", "History", "PendingMerge"]
+
+
+def _sections(out: bytes, marks: Sequence[bytes], then: bytes = b""
+              ) -> Iterator[tuple[int, int, int]]:
+    """(k, start, end) of each part of `out` that starts with `marks[k]` and runs to the line
+    on which a later mark (followed by `then`) starts, or to the end; marks come in order,
+    some may have no part. A part starts only where the last one ended, so a mark quoted
+    inside a part (a message naming an earlier commit) cuts nothing. (-1, start, -1), last,
+    where no mark starts."""
+    pos, k = 0, 0
+    while pos < len(out):
+        while k < len(marks) and not out.startswith(marks[k], pos):
+            k += 1
+        if k == len(marks):
+            yield -1, pos, -1
+            return
+        ends = (out.find(b"\n" + m + then, pos) for m in marks[k + 1:])
+        end = next((e + 1 for e in ends if e != -1), len(out))
+        yield k, pos, end
+        pos, k = end, k + 1

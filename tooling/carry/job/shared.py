@@ -56,7 +56,7 @@ class Row:
     stop: Conflict | None = None  # the patch, author and paths of a conflict
     would_conflict: list[str] = field(default_factory=list)  # later patches, with their paths
     resolved: list[str] = field(default_factory=list)  # "FILE: why", by recorded resolutions
-    why: list[dict[str, Any]] = field(default_factory=list)  # replay.why.explain: roots first
+    why: list[dict[str, Any]] = field(default_factory=list)  # replay.causes.explain: roots first
     failing: list[Failing] = field(default_factory=list)  # verdict.triage: per test
     tail: str = ""  # the end of the failing pytest run's output, scrubbed
     time: str = ""  # when the cell ran (ISO 8601, UTC)

@@ -38,7 +38,7 @@ class ConflictReport:
 
 
 def why_lines(entries: Sequence[Any]) -> list[str]:
-    """The lines of a `replay.why.explain` list (root conflicts first); one read back from a
+    """The lines of a `replay.causes.explain` list (root conflicts first); one read back from a
     cell's summary.json may hold anything, so only well-formed entries count."""
     return [str(w["text"]) for w in entries if isinstance(w, dict) and "text" in w]
 

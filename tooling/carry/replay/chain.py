@@ -130,18 +130,21 @@ def _from_origins(repo: Repo, plist: Sequence[patchmod.Patch], base: str, commit
         parents = repo.read_commits([c.parents[0] if c.parents else base for c in commits])
     except CarryError:  # not in this clone (a PR's commits never fetched)
         return []
-    try:
-        diffs = repo.commit_diffs(origins)
+    trees, tree = [], repo.read_commit(base).tree  # each origin's tree, while parents chain
+    for c, before in zip(commits, parents, strict=True):
+        if len(c.parents) != 1 or before.tree != tree:
+            break
+        trees.append(tree := c.tree)
+    try:  # only for those: a series put onto another base asks git for nothing
+        diffs = repo.commit_diffs(origins[:len(trees)])
     except CarryError:  # a damaged object: applying says what is wrong, or works
         return []
-    out, parent, tree = [], base, repo.read_commit(base).tree
-    for i, (patch, c, before) in enumerate(zip(plist, commits, parents, strict=False), 1):
-        if len(c.parents) != 1 or before.tree != tree or not _same_diff(patch.diff,
-                                                                         diffs.get(c.sha)):
+    out, parent = [], base
+    for i, (patch, tree) in enumerate(zip(plist, trees, strict=False), 1):
+        if not _same_diff(patch.diff, diffs.get(patch.origin)):
             break
         if progress:
             progress(i, len(plist), patch.file)
-        tree = c.tree
         parent = repo.write_commit(tree, [parent], patch.message, patch.author, committer,
                                    patch.encoding)
         out.append(parent)

@@ -220,9 +220,9 @@ def resolved(repo: Repo, recorded: rerere.Recorded, step: PatchResult, c: RawCom
     replay stops as before. The one place a replay, or a `--continue` that finds the
     conflict recorded since (`resolution.take_recorded`), commits a resolution it did not
     get by hand."""
-    head_tree = repo.read_commit(head).tree
     from carry.replay import rerere
 
+    head_tree = repo.read_commit(head).tree
     fixed = rerere.apply(repo, recorded, step.number, c, head_tree)
     if fixed is None:
         return None

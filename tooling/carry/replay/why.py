@@ -32,9 +32,7 @@ from typing import Any
 from carry.base.errors import CarryError
 from carry.git import Content, RawCommit, Repo
 from carry.replay import whyprobe
-from carry.replay.causes import CONFLICTING as CONFLICTING
-from carry.replay.causes import explain as explain
-from carry.replay.causes import valid_cause
+from carry.replay.causes import CONFLICTING, valid_cause
 from carry.replay.runs import PatchResult
 
 LEFT_OUT = ("conflict", "skipped", "would-conflict")

@@ -234,8 +234,9 @@ class History(Merges):
     def commit_diffs(self, commits: Sequence[str]) -> dict[str, bytes]:
         """Each commit's diff against its parent as `format_patch` writes it (the part
         `git mailinfo` calls the patch), for many commits in one `git diff-tree --stdin`:
-        a fifth of format-patch's cost, with no diffstat. A commit that changes nothing, or
-        whose output cannot be told apart, has no entry: a caller compares, never trusts."""
+        no diffstat, under half format-patch's cost (the fork's 53 patches: 0.09 s, 0.21 s).
+        A commit that changes nothing, or whose output cannot be told apart, has no entry: a
+        caller compares, never trusts."""
         if not commits:
             return {}
         out = self._run(*STABLE_CONFIG, "diff-tree", "--stdin", "-p", "--full-index", "--binary",

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from carry.replay import audit
+from carry.replay import pyblobs
 from tests.conftest import CommitBuilder, git, run_carry
 
 MakeSeries = Callable[..., Any]
@@ -144,7 +144,7 @@ def test_a_hostile_file_is_reported_not_audited_never_a_traceback(
     assert "main: 0001: could not audit pkg/deep.py: nested too deeply to parse" in res.out
     assert "main: 0001: could not audit pkg/neg.py: nested too deeply to parse" in res.out
     assert "plain.py" not in res.out
-    assert audit._parse(b"#" * (audit.MAX_BYTES + 1)) == "unaudited: larger than 4 MiB"
+    assert pyblobs.parse(b"#" * (pyblobs.MAX_BYTES + 1)) == "unaudited: larger than 4 MiB"
 
 
 def test_a_ci_cell_with_a_finding_is_not_validated(tmp_path: Path, series_root: Path) -> None:

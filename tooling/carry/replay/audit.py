@@ -21,18 +21,13 @@ from typing import ClassVar
 from carry.base import atomic, untrusted
 from carry.base.errors import CarryError
 from carry.git import Repo
-from carry.replay import pyfacts, pytext
+from carry.replay import pyblobs, pyfacts, pytext
 from carry.replay.runs import Changes, PatchResult, commit_changes
 
-MAX_BYTES = 4 << 20  # a larger .py file is reported as not audited, never parsed
 ROOTS = ("", "src/")  # where a project's top-level packages live
 LEFT_OUT = {"skipped": "skipped", "dropped": "dropped", "conflict": "stopped",
             "would-conflict": "stopped"}
 _FILE_MODES = (b"100644", b"100755")
-# What in a module's text may define a name no definition names: then it is parsed.
-_OPEN = (b"import *", b"__getattr__", b"globals", b"vars(", b"exec(", b"modules[")
-
-
 class Kind(StrEnum):
     SYNTAX = "syntax"  # the result does not compile, though both sides did
     NAME = "name"  # a name read from a project module that the result does not define
@@ -76,95 +71,10 @@ class AuditFinding:
         return f"{head} {what} {self.name}, which {self.detail} does not define at the target"
 
 
-class _Parsed:
-    """Blobs parsed once per run, by blob id: a module many patches use is read once."""
-
-    def __init__(self, repo: Repo) -> None:
-        self.repo = repo
-        self.trees: dict[str, ast.Module | str] = {}  # blob -> tree, or why it is not one
-        self.facts: dict[str, pyfacts.Facts | None] = {}
-        self.bytes: dict[str, bytes] = {}
-        self._rows: dict[str, list[bytes]] = {}
-        self._imports: dict[tuple[str, str], pytext.Imports] = {}
-        self._defines: dict[tuple[str, str], bool | None] = {}
-
-    def rows(self, blob: str) -> list[bytes]:
-        """The blob's lines, `\r` stripped (ast counts lines the same way)."""
-        got = self._rows.get(blob)
-        if got is None:
-            got = self._rows[blob] = _lines(self.bytes[blob]) if blob else []
-        return got
-
-    def imports(self, blob: str, path: str, tops: set[bytes] | None) -> pytext.Imports:
-        key = (blob, path if tops is not None else "")
-        got = self._imports.get(key)
-        if got is None:
-            got = self._imports[key] = pytext.imports(self.bytes[blob], tops, key[1])
-        return got
-
-    def load(self, blobs: Sequence[str]) -> None:
-        """Read the blobs not read yet, in one cat-file exchange."""
-        missing = [b for b in dict.fromkeys(blobs) if b and b not in self.bytes]
-        for blob, (_, _, body) in zip(missing, self.repo.read_objects(missing), strict=True):
-            self.bytes[blob] = body
-
-    def tree(self, blob: str) -> ast.Module | str:
-        got = self.trees.get(blob)
-        if got is None:
-            self.load([blob])
-            got = self.trees[blob] = _parse(self.bytes[blob])
-        return got
-
-    def module_facts(self, blob: str) -> pyfacts.Facts | None:
-        if blob not in self.facts:
-            tree = self.tree(blob)
-            self.facts[blob] = pyfacts.facts(tree, self.bytes[blob]) \
-                if isinstance(tree, ast.Module) else None
-        return self.facts[blob]
-
-    def defines(self, blob: str, name: str) -> bool | None:
-        key = (blob, name)
-        if key not in self._defines:
-            self._defines[key] = self._define(blob, name)
-        return self._defines[key]
-
-    def _define(self, blob: str, name: str) -> bool | None:
-        """Whether the module in `blob` defines `name`, from its text where that is sure (a
-        definition at column 0; no mention at all in a module with no way to define names
-        unseen), else from its parse."""
-        self.load([blob])
-        text = self.bytes[blob]
-        word = re.escape(name.encode())
-        if re.search(rb"(?m)^(?:(?:async\s+)?def|class)\s+" + word + rb"\b|^" + word +
-                     rb"\s*[:=]", text) or (b"__getattr__" in text and re.search(
-                         rb"[\"']" + word + rb"[\"']", text)):
-            return True  # defined at column 0, or a string a __getattr__ module may serve
-        if name in self.imports(blob, "", None).bound:
-            return True  # imported or re-exported (an import in a function counts too)
-        if not re.search(rb"\b" + word + rb"\b", text) and not any(m in text for m in _OPEN):
-            return False
-        facts = self.module_facts(blob)
-        return None if facts is None else facts.defines(name)
-
-
-def _parse(data: bytes) -> ast.Module | str:
-    """The module, or one line on why it is none (a hostile file never raises here)."""
-    if len(data) > MAX_BYTES:
-        return f"unaudited: larger than {MAX_BYTES >> 20} MiB"
-    try:
-        return ast.parse(data)
-    except SyntaxError as exc:
-        return f"line {exc.lineno}: {exc.msg}"
-    except ValueError as exc:  # null bytes, on some versions
-        return f"{exc}"
-    except (RecursionError, MemoryError):
-        return "unaudited: nested too deeply to parse"
-
-
 class _Tree:
     """One tree as a namespace of modules, looked up in the repository's parsed trees."""
 
-    def __init__(self, repo: Repo, tree: str, parsed: _Parsed) -> None:
+    def __init__(self, repo: Repo, tree: str, parsed: pyblobs.Parsed) -> None:
         self.repo, self.sha, self.parsed = repo, tree, parsed
 
     def entry(self, path: str) -> tuple[bytes, str] | None:
@@ -208,7 +118,7 @@ class _File:
 
 def run(repo: Repo, steps: Sequence[PatchResult], head: str, onto: str) -> list[AuditFinding]:
     """Every finding of the applied patches in `steps`, replayed onto `onto` up to `head`."""
-    parsed = _Parsed(repo)
+    parsed = pyblobs.Parsed(repo)
     result = _Tree(repo, repo.read_commit(head).tree, parsed)
     target = repo.read_commit(onto).tree
     applied = [s for s in steps if s.status == "applied" and s.source]
@@ -261,7 +171,7 @@ def _tops(repo: Repo, tree: str) -> set[bytes]:
     return out
 
 
-def _file(parsed: _Parsed, step: PatchResult, f: _File, source: _Tree, result: _Tree,
+def _file(parsed: pyblobs.Parsed, step: PatchResult, f: _File, source: _Tree, result: _Tree,
           target: str, known: dict[str, set[str]], tops: set[bytes]) -> list[AuditFinding]:
     resolved = bool(step.resolutions)
     upstream = result.repo.tree_lookup(target, f.path.encode("utf-8", "surrogateescape"))
@@ -276,16 +186,20 @@ def _file(parsed: _Parsed, step: PatchResult, f: _File, source: _Tree, result: _
              if n in at_imports or found.mentions(rows[n - 1])}
     if not merged and not (lines and _unsure(rows, lines, found, result)):
         return []  # the file as the series had it, every name it adds resolves: no parse
-    tree = parsed.tree(f.now)
-    if isinstance(tree, str):
-        if tree.startswith("unaudited: "):
+    bad = parsed.error(f.now, parse=bool(lines))
+    if bad is not None:
+        if bad.startswith("unaudited: "):
             return [AuditFinding(step.number, f.path, "", Kind.UNAUDITED,
-                                 detail=tree.removeprefix("unaudited: "), resolved=resolved)]
-        if merged and isinstance(parsed.tree(f.after), ast.Module) and (
-                upstream is None or isinstance(parsed.tree(upstream[1]), ast.Module)):
-            return [AuditFinding(step.number, f.path, "", Kind.SYNTAX, detail=tree,
+                                 detail=bad.removeprefix("unaudited: "), resolved=resolved)]
+        if merged and parsed.error(f.after) is None and (
+                upstream is None or parsed.error(upstream[1]) is None):
+            return [AuditFinding(step.number, f.path, "", Kind.SYNTAX, detail=bad,
                                  resolved=resolved)]
         return []
+    if not lines:
+        return []
+    tree = parsed.tree(f.now)
+    assert isinstance(tree, ast.Module)  # error() parsed it: no error, so a module
     out = []
     for use in pyfacts.uses(tree, f.path, lines) if lines else ():
         finding = _check(use, step, f.path, source, result)
@@ -340,7 +254,7 @@ def _check(use: pyfacts.Use, step: PatchResult, path: str, source: _Tree,
                         resolved=resolved)
 
 
-def _blame(repo: Repo, parsed: _Parsed, f: AuditFinding,
+def _blame(repo: Repo, parsed: pyblobs.Parsed, f: AuditFinding,
            steps: Sequence[PatchResult]) -> AuditFinding:
     """The finding with the left-out patch that alone adds what it misses: the latest one
     before the patch, or else the first after it."""
@@ -366,10 +280,6 @@ def _blame(repo: Repo, parsed: _Parsed, f: AuditFinding,
 
             return replace(f, defined_by=s.number, defined_as=LEFT_OUT[s.status])
     return f
-
-
-def _lines(data: bytes) -> list[bytes]:
-    return [line.rstrip(b"\r") for line in data.split(b"\n")]
 
 
 def record(repo: Repo, head: str, findings: Sequence[AuditFinding]) -> None:

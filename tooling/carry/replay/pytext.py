@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 _IMPORT = re.compile(rb"(?m)^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+)?import[ \t]+([^\n]*)")
 _WORD = re.compile(rb"[A-Za-z_]\w*")
+_HEAD = re.compile(rb"\b([A-Za-z_]\w*)\s*\.")  # a word an attribute is read from
+_NEVER = re.compile(rb"(?!)")
 
 
 @dataclass
@@ -27,12 +29,18 @@ class Imports:
         return {n for first, last, _, _ in self.statements for n in range(first, last + 1)}
 
     def mentions(self, line: bytes) -> bool:
-        """Whether `line` reads an attribute of a name these imports bind (one regex)."""
+        """Whether `line` reads an attribute of a name these imports bind: each word before
+        a dot is looked up (an alternation of every bound name cost 2 ms to compile per
+        file); a name that is no plain identifier is searched for as it was."""
         if not self.bound:
             return False
+        if any(m.group(1).decode() in self.bound for m in _HEAD.finditer(line)):
+            return True
         if self._mention is None:
-            names = b"|".join(re.escape(n.encode()) for n in sorted(self.bound))
-            self._mention = re.compile(rb"\b(?:" + names + rb")\s*\.")
+            odd = [re.escape(n.encode()) for n in sorted(self.bound)
+                   if not (n.isascii() and n.isidentifier())]
+            self._mention = re.compile(rb"\b(?:" + b"|".join(odd) + rb")\s*\.") if odd \
+                else _NEVER
         return bool(self._mention.search(line))
 
 

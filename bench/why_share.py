@@ -52,14 +52,16 @@ def listed(patches: list[PatchResult]) -> list[dict[str, Any]]:
              "look": p.look} for p in patches if p.status in CONFLICTING]
 
 
-def one_by_one(repo: Repo, patches: list[PatchResult], onto: str) -> list[dict[str, Any]]:
+def one_by_one(repo: Repo, done: engine.Replayed, onto: str) -> list[dict[str, Any]]:
     """The same whys worked out again (untimed, none recalled from `.git/carry/why/`) with
     `clean_merges` telling nothing, so that every merge runs by itself where a patch asks
-    it, as before the whys were asked together."""
+    it, as before the whys were asked together; each at the paths it conflicts on, as in
+    the replay (the stop's are the replay's, the others' their forecast)."""
+    patches = done.result.patches
     shutil.rmtree(repo.carry_dir() / "why", ignore_errors=True)
     steps = [replace(p, cause=None, builds_on="", look="") for p in patches]
     Repo.clean_merges = lambda self, asks, known=None: [None] * len(asks)  # type: ignore
-    whymod.annotate(repo, steps, onto)
+    whymod.annotate(repo, steps, onto, {} if done.stop is None else {done.stop: done.paths})
     return listed(steps)
 
 
@@ -129,7 +131,7 @@ def main() -> None:
     last = (f"replay {total - spent[0]:.3f} s, why {spent[0]:.3f} s ({roots} root causes) "
             f"{spent[0] / (total - spent[0]):.3f}")
     if args.check:  # after the timing, which it would change
-        if one_by_one(repo, done.result.patches, onto) != answers:
+        if one_by_one(repo, done, onto) != answers:
             raise SystemExit("the answers differ from those with every merge asked alone")
         print("same answers as with every merge asked alone")
     print(last)

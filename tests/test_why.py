@@ -398,3 +398,31 @@ def test_graft_commits_are_dated_after_any_real_commit() -> None:
     from carry.git import GRAFT_IDENT
 
     assert int(GRAFT_IDENT.date.split()[0]) > time.time() + 50 * 365 * 86400
+
+
+def test_a_root_is_bisected_at_the_paths_it_conflicts_on(
+        upstream: CommitBuilder, make_series: MakeSeries) -> None:
+    """0001 changes util.py and core.py. Upstream #2001 changes core.py so that 0001 would
+    conflict there, #2002 puts core.py back, #2003 retunes h3 under 0001's util.py edit.
+    At the target 0001 conflicts in util.py alone: its cause is #2003, the commit that
+    changed those lines, not #2001 (the first commit at which all of 0001 conflicted)."""
+    up = upstream
+    up.checkout("base")
+    git(up.path, "checkout", "-q", "-b", "feature")
+    up.commit("Tune h3, core returns 2", {"src/util.py": util(h3=33),
+                                          "src/core.py": "def f():\n    return 2\n"},
+              author=TOBY)
+    up.checkout("main")
+    up.commit("Core returns 5 (#2001)", {"src/core.py": "def f():\n    return 5\n"})
+    up.commit("Core returns 1 again (#2002)", {"src/core.py": "def f():\n    return 1\n"})
+    cause = up.commit("Retune h3 (#2003)", {"src/util.py": util(h3=30)})
+    for i in range(4):
+        up.commit(f"Docs {i} (#{2010 + i})", {f"docs/{i}.md": f"{i}\n"})
+    make_series(up, "feature", targets=[Target(name="main", ref="main")])
+    res = run_carry("rebase", "demo", "--onto", "main", "--dry-run", "--json", "--repo",
+                    str(up.path), "--series-dir", str(up.path.parent / "series"))
+    assert res.code == 1, res.err
+    (r,) = json.loads(res.out)
+    (p,) = r["patches"]
+    assert p["status"] == "conflict"
+    assert p["cause"] == {"sha": cause, "subject": "Retune h3 (#2003)", "pr": 2003}

@@ -129,7 +129,8 @@ def _replay_rest(series: Series, repo: Repo, state: st.RebaseState,
         recorded = resolutions(series, state.auto_resolve)  # as the rebase began
         head, at, paths = run_steps(repo, steps, head, committer, recorded=recorded)
         if at is not None:
-            trial = forecast(repo, steps, at, head, committer, recorded, onto=t.sha)
+            trial = forecast(repo, steps, at, head, committer, recorded, onto=t.sha,
+                             paths=paths)
             stop(series, repo, result, t, branch, refresh,
                  Replayed(result, at, paths, head, trial, state.auto_resolve))
             return

@@ -145,14 +145,14 @@ def steps_for(carried: Sequence[Carried], drops: dict[int, Drop]) -> list[PatchR
 
 def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
              committer: Ident, recorded: rerere.Recorded | None = None,
-             onto: str = "") -> list[PatchResult]:
+             onto: str = "", paths: Sequence[str] = ()) -> list[PatchResult]:
     """Which later patches would conflict too: the rest of the series replayed with the
     stopping patch (and each further conflict) left out, on copies; each such patch gets its
     paths in `forecast` and the status `would-conflict`, which a resume turns back into
     `pending`. Returns that trial: it is exactly what `--skip` replays, so the rebase keeps
     it in its state and a skip takes its commits instead of merging again. Given the target
     commit `onto`, each conflict also gets its why (`replay.why`), worked out on another
-    thread while the forecast goes on."""
+    thread while the forecast goes on (`paths`: where the stop conflicts)."""
     from carry.replay import why as whymod  # a skip forecasts nothing: it takes the trial
 
     trial = [replace(s) for s in steps]
@@ -160,7 +160,7 @@ def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
     why = whymod.Why(repo, steps, onto) if onto else None
     try:
         if why:
-            why.add(stop)
+            why.add(stop, paths)
         while True:
             head, again, paths = run_steps(repo, trial, head, committer,
                                              recorded=recorded)
@@ -168,7 +168,7 @@ def forecast(repo: Repo, steps: list[PatchResult], stop: int, head: str,
                 break
             steps[again].status, steps[again].forecast = PatchStatus.WOULD_CONFLICT, paths
             if why:
-                why.add(again)
+                why.add(again, paths)
             trial[again].status = PatchStatus.SKIPPED
         if why:
             why.finish()
@@ -228,8 +228,8 @@ def replay_target(series: Series, repo: Repo, base: str, carried: Sequence[Carri
             if c.number in drops:
                 step.status, step.reason = PatchStatus.DROPPED, drops[c.number].reason
                 step.upstream = drops[c.number].upstream
-    trial = forecast(repo, steps, stop, head, committer, recorded, onto=target.sha) \
-        if stop is not None else []
+    trial = forecast(repo, steps, stop, head, committer, recorded, onto=target.sha,
+                     paths=paths) if stop is not None else []
     status = TargetStatus.APPLIED if stop is None else TargetStatus.CONFLICT
     result = TargetResult(series.name, target.name, target.ref, target.sha, status,
                           head if stop is None else "", steps,

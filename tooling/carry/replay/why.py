@@ -6,12 +6,14 @@ one of those two introduced. So each conflicting patch P is first tested against
 patches left out (skipped, stopped or forecast to conflict) whose paths it shares, nearest
 first: each is taken out of P's parent in memory, and when P no longer applies there, P
 builds on it. A patch that builds on none is a root conflict, and its cause is found by
-bisecting the target's first-parent line from the series base's merge-base: at a commit U,
-the series prefix (P's own paths, as P found them) is carried onto U by one merge from the
-series base, and P conflicts at U when its merge onto that result is not clean (a prefix
-that conflicts at U is taken with its markers: only P's own hunks decide). Only the commits
-that change P's paths can change that answer, so about log2 of their number probes of two
-small merges each, no worktree, and only for the conflicting patches. A non-monotone line
+bisecting the target's first-parent line from the series base's merge-base, at the paths P
+conflicts on at the target (the conflict shown; all of P's where those are unknown or not
+P's own): at a commit U, the series prefix (at those paths, as P found them) is carried
+onto U by one merge from the series base, and P conflicts at U when its merge onto that
+result is not clean (a prefix that conflicts at U is taken with its markers: only P's own
+hunks decide). Only the commits that change those paths can change that answer, so about
+log2 of their number probes of two small merges each, no worktree, and only for the
+conflicting patches. A non-monotone line
 still gives a real transition: a commit where P applies on its parent and not on it. The
 merges themselves are `whyprobe`'s: all the conflicts' next merges are decided together,
 in one `merge-tree` a round.
@@ -24,7 +26,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Generator
+from collections.abc import Collection, Generator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 from typing import Any
@@ -41,11 +43,13 @@ _PR = re.compile(r"\(#([0-9]{1,10})\)\s*$|^Merge pull request #([0-9]{1,10})(?![
 _Known = tuple[dict[str, Any] | None, str, str]  # the cause, the file it builds on, the look
 
 
-def annotate(repo: Repo, steps: list[PatchResult], onto: str) -> None:
-    """Set `builds_on` or `cause` on every conflicting step of a replay onto `onto`."""
+def annotate(repo: Repo, steps: list[PatchResult], onto: str,
+             paths: dict[int, Sequence[str]] | None = None) -> None:
+    """Set `builds_on` or `cause` on every conflicting step of a replay onto `onto`; `paths`,
+    where each conflicts (a `would-conflict` step's `forecast` else)."""
     why = Why(repo, steps, onto, background=False)
-    for i in range(len(steps)):
-        why.add(i)
+    for i, step in enumerate(steps):
+        why.add(i, (paths or {}).get(i) or step.forecast)
     why.finish()
 
 
@@ -65,7 +69,7 @@ class Why:
         self._repo = repo.fork() if background else repo
         self._own = background
         self._pool = ThreadPoolExecutor(1) if background else None
-        self._waiting: list[tuple[int, str, list[tuple[str, str]], list[str]]] = []
+        self._waiting: list[tuple[int, str, list[tuple[str, str]], list[str], set[bytes]]] = []
         self._lock = threading.Lock()
         self._done: dict[int, _Known] = {}
         self._runs: list[Future[None]] = []
@@ -73,15 +77,17 @@ class Why:
         self._changes: dict[str, dict[bytes, Any]] | None = None
         self._line_: whyprobe.Line | None = None
 
-    def add(self, i: int) -> None:
+    def add(self, i: int, paths: Sequence[str] = ()) -> None:
+        """Work out the why of step `i`, which conflicts at `paths` (unknown: none given)."""
         step = self._steps[i]
         if step.status not in CONFLICTING or not step.source:
             return
         earlier = [(s.source, s.file) for s in reversed(self._steps[:i])
                    if s.status in LEFT_OUT and s.source]
         sources = [s.source for s in self._steps if s.source]
+        at = {p.encode("utf-8", "surrogateescape") for p in paths}
         with self._lock:
-            self._waiting.append((i, step.source, earlier, sources))
+            self._waiting.append((i, step.source, earlier, sources, at))
         if self._pool is not None:
             self._runs.append(self._pool.submit(self._work))
 
@@ -111,8 +117,8 @@ class Why:
                                       self._merged)
             self._done.update(zip((job[0] for job in jobs), found, strict=True))
 
-    def _one(self, source: str, earlier: list[tuple[str, str]], sources: list[str]
-             ) -> Generator[whyprobe.Asks, list[bool | None], _Known]:
+    def _one(self, source: str, earlier: list[tuple[str, str]], sources: list[str],
+             at: set[bytes]) -> Generator[whyprobe.Asks, list[bool | None], _Known]:
         repo = self._repo
         assert self._changes is not None  # `_work`'s
         p = repo.read_commit(source)
@@ -121,8 +127,13 @@ class Why:
                   for src, file in earlier]
         shared = [x for x in shared if x[2]]
         left_out = [src for src, _, _ in shared]
+        # A root's cause is bisected at the paths P conflicts on at the target, its own (not
+        # a rename's), when known: what upstream did to the rest of P does not explain the
+        # conflict shown, and merging those files at every probe cost most of the search.
+        probed = at if at and at <= paths else paths
         # what P builds on does not depend on the target; a root's cause does
-        built, rooted = _key("", p.sha, left_out), _key(self._onto, p.sha, left_out)
+        built = _key("", p.sha, left_out)
+        rooted = _key(self._onto, p.sha, left_out, probed if probed != paths else set())
         known = _recall(repo, built)
         if known is not None and not known["builds_on"]:
             known = _recall(repo, rooted)
@@ -134,10 +145,10 @@ class Why:
                     known["builds_on"] = on
                 else:
                     line = self._line(sources)
-                    known["cause"] = yield from whyprobe.bisect(repo, p, context, paths, line,
-                                                                _cause)
+                    known["cause"] = yield from whyprobe.bisect(repo, p, context, probed,
+                                                                line, _cause)
                     if known["cause"] is None:
-                        known["look"] = whyprobe.look(line, paths)
+                        known["look"] = whyprobe.look(line, probed)
                     _remember(repo, rooted, known)
                 _remember(repo, built, {"builds_on": known["builds_on"], "cause": None})
             except CarryError:  # a shape the in-memory merges cannot take: no why
@@ -161,12 +172,13 @@ def _cause(c: RawCommit) -> dict[str, Any]:
     return {"sha": c.sha, "subject": c.subject, "pr": pr_number(c.subject)}
 
 
-def _key(onto: str, patch: str, left_out: list[str]) -> str:
+def _key(onto: str, patch: str, left_out: list[str], at: Collection[bytes] = ()) -> str:
     """What a patch's why depends on: the patch (its chain, so its base and every patch
     before it), the earlier patches left out that share its paths, and for a root's cause
-    the target."""
-    return hashlib.sha256("\0".join(["carry-why-2", onto, patch, *left_out]).encode()
-                          ).hexdigest()[:40]
+    the target and the paths it is bisected at (none: all of the patch's)."""
+    paths = [p.decode("utf-8", "surrogateescape") for p in sorted(at)]
+    return hashlib.sha256("\0".join(["carry-why-2", onto, patch, *left_out, "", *paths]
+                                     ).encode("utf-8", "surrogateescape")).hexdigest()[:40]
 
 
 def _recall(repo: Repo, key: str) -> dict[str, Any] | None:

@@ -60,11 +60,13 @@ def context(repo: Repo, p: RawCommit, paths: set[bytes],
             ) -> Generator[Asks, list[bool | None], tuple[str, str | None]]:
     """P's parent tree with the left-out patches taken out one by one (at P's paths),
     nearest first, and the first of them without which P no longer applies (None: P builds
-    on none). The trees are made in memory up to one only git's merge can make; P's merges
-    onto them are asked in growing groups (1, 2, 4...): one round when P builds on the
-    nearest, four when on the eleventh."""
+    on none). The trees are made in memory, each only when its group is asked, up to one
+    only git's merge can make; P's merges onto them are asked in growing groups (1, 2,
+    4...): one round when P builds on the nearest, four when on the eleventh, and the
+    trees past the answer are never made."""
     tree = repo.read_commit(p.parents[0]).tree
-    tries: list[tuple[str, str, str]] = []  # (patch taken out, tree before, tree after)
+    group: list[tuple[str, str, str]] = []  # (patch taken out, tree before, tree after)
+    size = 1
     for source, _, shared in earlier:
         commit = repo.read_commit(source)
         try:
@@ -72,31 +74,34 @@ def context(repo: Repo, p: RawCommit, paths: set[bytes],
         except CarryError:  # asked in turn, the tries before it were merged first
             undone = None
         if undone is None:
-            on = yield from _first_on(repo, p, paths, tries)
+            on = yield from _first_on(repo, p, paths, group)
             if on is not None:
                 return on
-            tries = []
+            group = []
             undone = repo.unapply_tree(commit, tree, shared)
         if undone.clean:  # else a later applied patch changed its lines: cannot tell
-            tries.append((source, tree, undone.tree))
+            group.append((source, tree, undone.tree))
             tree = undone.tree
-    return (yield from _first_on(repo, p, paths, tries)) or (tree, None)
+        if len(group) >= size:
+            on = yield from _first_on(repo, p, paths, group)
+            if on is not None:
+                return on
+            group, size = [], size * 2
+    return (yield from _first_on(repo, p, paths, group)) or (tree, None)
 
 
-def _first_on(repo: Repo, p: RawCommit, paths: set[bytes], tries: list[tuple[str, str, str]]
+def _first_on(repo: Repo, p: RawCommit, paths: set[bytes], group: list[tuple[str, str, str]]
               ) -> Generator[Asks, list[bool | None], tuple[str, str] | None]:
-    """The first of `tries` (a patch taken out, the trees before and after) after which P
-    no longer applies, with the tree before it."""
-    at, size = 0, 1
-    while at < len(tries):
-        group = tries[at:at + size]
-        answers = yield [(after, p.parents[0], p.sha, paths) for _, _, after in group]
-        for (source, before, after), clean in zip(group, answers, strict=True):
-            if clean is None:
-                clean = repo.merge_onto(after, p.parents[0], p.sha, paths).clean
-            if not clean:
-                return before, source
-        at, size = at + size, size * 2
+    """The first of `group` (a patch taken out, the trees before and after) after which P
+    no longer applies, with the tree before it; its merges asked in one round."""
+    if not group:
+        return None
+    answers = yield [(after, p.parents[0], p.sha, paths) for _, _, after in group]
+    for (source, before, after), clean in zip(group, answers, strict=True):
+        if clean is None:
+            clean = repo.merge_onto(after, p.parents[0], p.sha, paths).clean
+        if not clean:
+            return before, source
     return None
 
 

@@ -15,8 +15,6 @@ import contextvars
 import functools
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,7 +26,7 @@ from carry.base.errors import CarryError
 def write_bytes(path: Path, data: bytes) -> None:
     data = redact.scrub_bytes(data)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", dir=str(path.parent))
+    fd, tmp = _beside(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -40,6 +38,19 @@ def write_bytes(path: Path, data: bytes) -> None:
             os.unlink(tmp)
         raise
     _fsync_dir(path.parent)  # the rename itself, or a crash could bring the old file back
+
+
+def _beside(path: Path) -> tuple[int, str]:
+    """A new file `.NAME.<pid>.<random>` beside `path`, made as `tempfile.mkstemp` makes one
+    (mode 0600, never an existing name or a link): importing tempfile cost each `--skip`
+    more than writing its state."""
+    while True:
+        tmp = os.path.join(path.parent, f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}")
+        try:
+            return os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
+                           os.O_CLOEXEC, 0o600), tmp
+        except FileExistsError:
+            continue
 
 
 def write_json(path: Path, data: Any, indent: int = 1) -> None:
@@ -101,6 +112,9 @@ def write_dir(root: Path, files: Mapping[str, bytes], dirs: Iterable[str],
     then leaves with the staging one, so each kept file ends with one name again. A link
     among them is refused, never followed.
     """
+    import shutil
+    import tempfile
+
     from carry.base import scratch
 
     files = {rel: _file_bytes(rel, data) for rel, data in files.items()}
@@ -148,6 +162,8 @@ def recover(root: Path) -> bool:
 
 
 def _link(src: Path, dst: Path) -> None:
+    import shutil
+
     for p in [src, *(src.rglob("*") if src.is_dir() and not src.is_symlink() else ())]:
         refuse_link(p)
     if src.is_dir():
@@ -157,6 +173,8 @@ def _link(src: Path, dst: Path) -> None:
 
 
 def _link_file(src: str, dst: str) -> None:
+    import shutil
+
     try:
         os.link(src, dst)
     except OSError:  # a filesystem without hard links, or one that refuses this one

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import signal
 from pathlib import Path
 from typing import Any
@@ -78,6 +77,8 @@ def sweep(directory: Path, stem: str) -> list[Path]:
             continue
         path = Path(entry.path)
         if entry.is_dir(follow_symlinks=False):
+            import shutil  # only for a leftover: a sweep usually finds none
+
             shutil.rmtree(path, ignore_errors=True)
         else:
             path.unlink(missing_ok=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -92,6 +91,8 @@ class History(Merges):
         a commit with the same patch-id as a patch touches the same paths, so the path limit
         loses no match while sparing git the diff of every unrelated commit.
         """
+        import tempfile
+
         cmd = ["git", *STABLE_CONFIG, "--literal-pathspecs", "log", "-p", "--no-merges",
                "--no-color", "--format=commit %H", "--full-index", "--binary", "--full-diff",
                "--find-renames", "--no-ext-diff", "--no-textconv",
@@ -310,6 +311,8 @@ def mailinfo(mail: bytes) -> tuple[dict[str, str], bytes, bytes]:
     `-k` keeps the subject whole: vLLM subjects start with tags like `[BugFix]` that plain
     mailinfo would strip as if they were `[PATCH]`.
     """
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="carry-mi-") as tmp:
         msg, patch = Path(tmp, "msg"), Path(tmp, "patch")
         proc = subprocess.run(

@@ -7,7 +7,6 @@ the way StGit applies through a temporary index before it touches a worktree."""
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -33,6 +32,8 @@ class Index(Trees):
                     ) -> Iterator[dict[str, str]]:
         """A private index file named after this process (`carry.base.scratch`), so that a later
         run can tell a dead run's leftover from a live one's."""
+        import tempfile
+
         where = where or self.carry_dir()
         fd, name = tempfile.mkstemp(prefix=scratch.prefix(INDEX_PREFIX), dir=str(where))
         os.close(fd)

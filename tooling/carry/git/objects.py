@@ -9,7 +9,6 @@ import itertools
 import os
 import re
 import subprocess
-import tempfile
 import zlib
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
@@ -182,6 +181,8 @@ class Objects(Base):
 def _create(folder: str) -> tuple[int, str]:
     """A new read-only temporary file in `folder` (made if missing), named by process and a
     counter as git names its own (`tempfile` draws random names, which costs more)."""
+    import tempfile
+
     tmp = f"{folder}tmp_obj_{os.getpid()}_{next(_TMP)}"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     try:

@@ -4,7 +4,6 @@ resolve) or a validation checkout, each in a folder of its own, never the user's
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Self
@@ -34,6 +33,8 @@ class Worktrees(Base):
         `path` may be an empty folder, the one a shell was left in: `rebase.checkout`).
         `--lock --reason MARK`: git writes carry's mark as the lock from the first moment the
         worktree exists, so `made_by_carry` can tell it from any folder a user put there."""
+        import shutil
+
         self.forget_half_made(path)  # else `add` dies reading its empty commondir
         staged = staging(path)
         if path.exists() or path.is_symlink():  # an empty folder a shell is in: used in place
@@ -131,6 +132,8 @@ class Worktrees(Base):
         a killed `add` left half-made is forgotten (`forget_half_made`), and whatever is
         left at `path` (an invalid `.git`, a folder git never registered) goes before the
         prune that forgets it."""
+        import shutil
+
         bin_ = trash(path)
         if bin_.is_dir() and not bin_.is_symlink():
             shutil.rmtree(bin_, ignore_errors=True)  # a kill's leftover of an earlier removal
@@ -178,6 +181,8 @@ class Worktrees(Base):
         plain delete would leave one with its lock gone and its gitdir kept, which nothing
         may then claim and which `git worktree` reads on every call. What a kill leaves in
         carry's own `trash/` is swept by the next discard."""
+        import shutil
+
         trash = self.carry_dir() / "trash"
         for left in trash.iterdir() if trash.is_dir() else ():
             shutil.rmtree(left, ignore_errors=True)

@@ -8,7 +8,6 @@ and removed by `--abort` and by the finish."""
 from __future__ import annotations
 
 import contextlib
-import shutil
 from pathlib import Path
 
 from carry.base.errors import CarryError
@@ -169,6 +168,8 @@ def _shell_in(wt: Path) -> Path | None:
 def _empty(folder: Path, keep: Path) -> None:
     """Remove everything in `folder` but the folders on the way to `keep` (links are not
     followed)."""
+    import shutil
+
     for entry in folder.iterdir():
         if not entry.is_symlink() and entry.is_dir():
             if keep.is_relative_to(entry):

@@ -18,13 +18,13 @@ stops 19 times and applies 34 patches (the shape of issue F18).
 
 Each round, for each target: a fresh clone (hard links, untimed) with `carry init` and `carry
 import` (untimed), then, timed with a `sync` before each: carry's loop cold (no carry cache in
-the clone: `carry rebase` then `carry rebase --skip` until done, as bench_conflicts.py runs it),
-git's loop (`git worktree add` and `git cherry-pick B..series` in it, `--skip` at every stop),
-and carry's loop again on the same clone, warm (its caches from the cold run). Every loop is
-checked against git's: the same outcome for each patch (applied, stopped, dropped) and, for
-each applied patch, the same tree and the same author (name, email, date). Last, why's share
-of the first call (`why_share.py`), its answers checked against the whys with every merge
-asked alone.
+the clone: `carry rebase` then `carry rebase --skip` until done, each run as the `carry`
+console script runs it), git's loop (`git worktree add` and `git cherry-pick B..series` in
+it, `--skip` at every stop), and carry's loop again on the same clone, warm (its caches from
+the cold run). Every loop is checked against git's: the same outcome for each patch
+(applied, stopped, dropped) and, for each applied patch, the same tree and the same author
+(name, email, date). Last, why's share of the first call (`why_share.py`), its answers
+checked against the whys with every merge asked alone.
 
 Usage: CARRY_REAL_FORK=/path/to/vllm.git python bench/bench_real_fork.py [--repeat 3]
 """
@@ -51,15 +51,26 @@ from bench_conflicts import (  # noqa: E402
     TARGET,
     TOOLING,
     Ctx,
-    carry,
     cherry_pick_loop,
     git,
     hermetic_env,
     rebase_args,
 )
 
+# What the `carry` console script runs; `python -m carry` adds runpy's import to each call
+# (5-9 ms, a tenth of a `--skip`), which no maintainer typing `carry` pays.
+CONSOLE = "import sys; sys.argv[0] = 'carry'; from carry.cli.main import main; sys.exit(main())"
 SERIES_REF = "refs/remotes/fork/dev/bench"
 ONTO_REF = "refs/remotes/upstream/main"
+
+
+def carry(ctx: Ctx, *args: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
+    proc = subprocess.run([sys.executable, "-c", CONSOLE, *args], capture_output=True,
+                          env=ctx.env, cwd=ctx.root, text=True)
+    if proc.returncode not in ok:
+        raise SystemExit(f"carry {' '.join(args[:2])} exited {proc.returncode}: "
+                         f"{(proc.stderr or proc.stdout).strip()[:800]}")
+    return proc.returncode, proc.stdout
 
 
 @dataclass

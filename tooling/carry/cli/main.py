@@ -84,12 +84,18 @@ def _fail(exc: CarryError) -> None:
 
 def main() -> None:
     from carry.base import redact
-    from carry.cli import rebasing
 
     redact.register_env()
     redact.register_argv(sys.argv[1:])  # --repo https://x:TOKEN@host, --token-env NAME
     sys.stdout = redact.Scrubbed(sys.stdout)
     sys.stderr = redact.Scrubbed(sys.stderr)
+    from carry.rebase import skipmemo  # a `--skip` worked out ahead imports nothing more
+
+    kept = skipmemo.run(sys.argv[1:], os.environ)
+    if kept is not None:
+        sys.exit(kept)
+    from carry.cli import rebasing
+
     quick = rebasing.quick(sys.argv[1:], os.environ)
     run = _with_typer(sys.argv[1:]) if quick is None else lambda: rebasing.run(quick)
     try:

@@ -10,6 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from carry.git import Repo
+    from carry.series.store import Series
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,11 @@ def run(a: RebaseArgs) -> int:
     assert where is not None  # needed: repo_path raises rather than give none
     at = resume.locate(Repo.open(where), a.series_dir, a.name, opts, act)
     with locks.for_rebase(at.root, at.name, at.repo, a.dry_run or not act.writes):
-        outcome = action.run(series.find(at.root, at.name), at.repo, opts, act, at.which)
+        loaded = series.find(at.root, at.name)
+        outcome = action.run(loaded, at.repo, opts, act, at.which)
+        if not a.dry_run and act in (action.Action.START, action.Action.SKIP,
+                                     action.Action.CONTINUE) and _one_stop(outcome):
+            _skips_ahead(loaded, at.repo, at.root)
     if act in (action.Action.SHOW, action.Action.QUIT):
         from carry.cli import stops
 
@@ -69,6 +78,35 @@ def run(a: RebaseArgs) -> int:
 
         reports.show_rebase(list(outcome), a.json, at.repo, str(at.root), a.verbose)
     return action.exit_code(outcome)
+
+
+def _one_stop(outcome: object) -> bool:
+    """Whether the rebase now waits at one conflict: the skips after it can be worked out."""
+    from carry.replay.engine import TargetResult, TargetStatus
+
+    results = list(outcome) if isinstance(outcome, list | tuple) else []
+    return len(results) == 1 and isinstance(results[0], TargetResult) and \
+        results[0].status == TargetStatus.CONFLICT and results[0].conflict is not None
+
+
+def _skips_ahead(loaded: Series, repo: Repo, root: Path) -> None:
+    """Work out the next `--skip`s (`rebase.skipmemo`), each printed as `run` prints it; a
+    failure costs only their speed."""
+    import contextlib
+    import io
+
+    from carry.base.errors import CarryError
+    from carry.cli import reports
+    from carry.rebase import skipmemo
+
+    def printed(result: object) -> str:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            reports.show_rebase([result], False, repo, str(root), False)
+        return out.getvalue()
+
+    with contextlib.suppress(CarryError, OSError, ValueError):
+        skipmemo.build(loaded, repo, root, printed)
 
 
 _VERBS = {"--continue": "continue_", "--resolve": "resolve", "--skip": "skip",

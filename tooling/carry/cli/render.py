@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from carry.base import notes
+from carry.base import notes, term
 from carry.base.data import to_data
 
 
@@ -100,31 +99,16 @@ def human_date(raw: str) -> str:
 warn = notes.warn
 
 
-# What rich dropped from a printed line before plain lines stopped going through it: bell,
-# backspace, vertical tab, form feed and carriage return, which move the cursor over output.
-_CONTROL = dict.fromkeys((7, 8, 11, 12, 13))
-
-
 def say(text: str) -> None:
     """A line for people on stdout, written as it is: importing rich and passing every line
     through a Console cost a command that prints 50 lines more than its own work, and it
     turned `:name:` in a commit subject into an emoji."""
-    sys.stdout.write(text.translate(_CONTROL) + "\n")
+    sys.stdout.write(text.translate(term.CONTROL) + "\n")
 
 
 def width() -> int:
-    """The terminal's columns, read as `shutil.get_terminal_size` reads them (COLUMNS first,
-    then stdout's terminal); 80 when there is none. Importing shutil cost a `--skip` 2 ms."""
-    try:
-        cols = int(os.environ.get("COLUMNS", ""))
-    except ValueError:
-        cols = 0
-    if cols <= 0:
-        try:
-            cols = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            cols = 0
-    return max(40, cols or 80)
+    """The terminal's columns (`base.term`); 80 when there is none."""
+    return term.width()
 
 
 def fit(text: str, cols: int = 0) -> str:

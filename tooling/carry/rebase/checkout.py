@@ -30,24 +30,40 @@ def stop(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarge
     wt = st.worktree_path(repo, series.name, target.slug)
     if make:
         claim(repo, wt)  # before the state: a refusal changes nothing
-    state = st.RebaseState(
-        series.name, str(series.root), st.StateTarget.of(target), *branch,
-        series.manifest.version if refresh else None, st.Phase.CONFLICT, done.head,
-        done.stop or 0, str(wt), list(done.paths), list(result.patches), ready=False,
-        trial=list(done.trial), auto_resolve=done.auto)
+    state = stop_state(series, repo, result, target, branch, refresh, done)
     path = st.state_path(repo, series.name, target.slug)
     st.write(repo, path, state)
     if make or repo.made_by_carry(wt):  # not the empty folder a shell was left in (remove)
         state.paths = checkout(repo, wt, done.head, step.source) or done.paths
         state.ready = True
         st.write(repo, path, state)
+    result.conflict = conflict(series, repo, result, state)
+
+
+def stop_state(series: Series, repo: Repo, result: TargetResult, target: ResolvedTarget,
+               branch: tuple[str, str | None], refresh: bool, done: Replayed
+               ) -> st.RebaseState:
+    """The state `stop` saves first, before any worktree holds the stop."""
+    wt = st.worktree_path(repo, series.name, target.slug)
+    return st.RebaseState(
+        series.name, str(series.root), st.StateTarget.of(target), *branch,
+        series.manifest.version if refresh else None, st.Phase.CONFLICT, done.head,
+        done.stop or 0, str(wt), list(done.paths), list(result.patches), ready=False,
+        trial=list(done.trial), auto_resolve=done.auto)
+
+
+def conflict(series: Series, repo: Repo, result: TargetResult, state: st.RebaseState
+             ) -> Conflict:
+    """What the result says of the stop `state` saved: its patch, paths, worktree (once it
+    holds the stop) and hints."""
     from carry.rebase.hints import hints
 
-    result.conflict = Conflict(step.file, step.subject, step.author, state.paths,
-                               str(wt) if state.ready else "",
-                               hints(repo, series.manifest.base.commit, target.sha, step.file,
-                                     step.subject, state.paths, series.manifest.upstream.repo,
-                                     [p.subject for p in result.patches]))
+    step = state.stop
+    return Conflict(step.file, step.subject, step.author, state.paths,
+                    state.worktree if state.ready else "",
+                    hints(repo, series.manifest.base.commit, state.target.sha, step.file,
+                          step.subject, state.paths, series.manifest.upstream.repo,
+                          [p.subject for p in result.patches]))
 
 
 def checkout(repo: Repo, wt: Path, head: str, source: str) -> list[str]:

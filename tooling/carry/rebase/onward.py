@@ -12,6 +12,7 @@ from pathlib import Path
 
 from carry.base.errors import CarryError
 from carry.git import Repo
+from carry.rebase import checkout
 from carry.rebase import state as st
 from carry.rebase import trial as trialmod
 from carry.rebase.checkout import keep_untracked, stop
@@ -45,9 +46,7 @@ def resume(series: Series, repo: Repo, action: Action, which: Sequence[str] = ()
                          hint="name one with --target or --onto")
     state = states[0]
     t = state.target
-    result = TargetResult(series.name, t.name, t.ref, t.sha, TargetStatus.CONFLICT, "",
-                          state.patches, branch=state.branch,
-                          line=targetmod.fork_line(series, t.name, t.ref))
+    result = result_of(series, state)
     if action is Action.SKIP and state.phase is not st.Phase.CONFLICT:
         raise CarryError(f"the rebase onto {t.name} is not stopped at a conflict; nothing to "
                          "skip", hint="carry rebase --continue")
@@ -61,18 +60,51 @@ def resume(series: Series, repo: Repo, action: Action, which: Sequence[str] = ()
     return [result]
 
 
+def result_of(series: Series, state: st.RebaseState) -> TargetResult:
+    """The result a resume of `state` reports, before it deals with the stop."""
+    t = state.target
+    return TargetResult(series.name, t.name, t.ref, t.sha, TargetStatus.CONFLICT, "",
+                        state.patches, branch=state.branch,
+                        line=targetmod.fork_line(series, t.name, t.ref))
+
+
+def skip_to_next(series: Series, repo: Repo, state: st.RebaseState, result: TargetResult
+                 ) -> st.RebaseState | None:
+    """What `--skip` at `state`'s stop comes to when the trial takes it to the next stop and
+    no worktree is there: that stop's state, with `result` as the skip leaves it, nothing
+    written (`skipmemo` keeps it for a later skip). None when the skip replays or ends."""
+    head, taken = _taken(series, repo, state, result, True, False)
+    if taken is None or taken.stop is None:
+        return None
+    new = checkout.stop_state(series, repo, result, state.target,
+                              (state.branch, state.branch_old),
+                              state.refresh_from is not None, _replayed(state, result, taken))
+    result.conflict = checkout.conflict(series, repo, result, new)
+    return new
+
+
+def _taken(series: Series, repo: Repo, state: st.RebaseState, result: TargetResult,
+           skip: bool, force: bool) -> tuple[str, trialmod.Taken | None]:
+    """The head once the stop is dealt with, and what the trial gives the steps after it."""
+    head = _dealt_with(series, repo, state, result, skip, force)
+    return head, trialmod.take(repo, state.patches, state.trial, state.position, head,
+                               state.target.sha) if state.trial else None
+
+
+def _replayed(state: st.RebaseState, result: TargetResult, taken: trialmod.Taken) -> Replayed:
+    return Replayed(result, taken.stop, taken.paths, taken.head, state.trial,
+                    state.auto_resolve)
+
+
 def _past_stop(series: Series, repo: Repo, state: st.RebaseState, result: TargetResult,
                skip: bool, force: bool) -> bool:
     """Deal with the stop, then take the trial up to the next stop when it fits: True when
     the rebase now waits at that stop; else the state says `replaying` from the new head."""
     steps, pos, t = state.patches, state.position, state.target
-    head = _dealt_with(series, repo, state, result, skip, force)
-    taken = trialmod.take(repo, steps, state.trial, pos, head, t.sha) if state.trial else None
+    head, taken = _taken(series, repo, state, result, skip, force)
     if taken is not None and taken.stop is not None:
         stop(series, repo, result, t, (state.branch, state.branch_old),
-             state.refresh_from is not None,
-             Replayed(result, taken.stop, taken.paths, taken.head, state.trial,
-                      state.auto_resolve))
+             state.refresh_from is not None, _replayed(state, result, taken))
         return True
     for later in steps[pos + 1:] if taken is None else ():
         if later.status == PatchStatus.WOULD_CONFLICT:  # a forecast: replayed for real now

@@ -177,20 +177,36 @@ def write(repo: Repo, path: Path, state: RebaseState) -> None:
     `--continue` and `--skip` with "unknown object". A skip names no commit the ref does not
     keep already (its head and patches come from the trial it keeps): the ref is then left
     as it is (`_keeps`)."""
-    named = [state.head, state.target.sha, state.branch_old or ""]
-    named += [c for p in (*state.patches, *state.trial) for c in (p.commit, p.source) if c]
-    named += [c or "" for g in state.group for c in (g.head, g.old)]
-    parents = list(dict.fromkeys(c for c in named if _SHA.match(c)))
+    parents = _named(state)
     ref = keep_ref(path)
     if not _keeps(repo, ref, parents):
         tree = repo.read_commit(state.target.sha).tree
         kept = repo.write_commit(tree, parents, b"carry: the commits of a stopped rebase\n",
                                  _KEEPER, _KEEPER)
         repo.set_ref(ref, kept, ANY, reflog=False)
-    data = (json.dumps(state.to_json(), indent=1) + "\n").encode("utf-8")
+    data = encode(state)
     atomic.write_bytes(path, data)
     if redact.scrub_bytes(data) == data:  # the file holds these very bytes: no need to
         _remember(hashlib.sha256(data).digest(), _clone(state))  # check them when read
+
+
+def encode(state: RebaseState) -> bytes:
+    """The bytes `write` gives the state's file (before `atomic`'s scrub)."""
+    return (json.dumps(state.to_json(), indent=1) + "\n").encode("utf-8")
+
+
+def kept_as_is(repo: Repo, path: Path, state: RebaseState) -> bool:
+    """Whether `write` would leave the keep ref of `path` as it is (it keeps every commit
+    `state` names already)."""
+    return _keeps(repo, keep_ref(path), _named(state))
+
+
+def _named(state: RebaseState) -> list[str]:
+    """Every commit the state names."""
+    named = [state.head, state.target.sha, state.branch_old or ""]
+    named += [c for p in (*state.patches, *state.trial) for c in (p.commit, p.source) if c]
+    named += [c or "" for g in state.group for c in (g.head, g.old)]
+    return list(dict.fromkeys(c for c in named if _SHA.match(c)))
 
 
 def _keeps(repo: Repo, ref: str, commits: list[str]) -> bool:
@@ -210,6 +226,7 @@ def remove(repo: Repo, path: Path) -> None:
     if repo.ref_exists(keep_ref(path)):
         repo.set_ref(keep_ref(path), None, ANY, reflog=False)
     path.unlink(missing_ok=True)
+    path.with_suffix(".skip").unlink(missing_ok=True)  # skipmemo's skips ahead of it
 
 
 _CHECKED: dict[bytes, RebaseState] = {}  # the state files this process found sound (or wrote)
@@ -223,6 +240,14 @@ def read(path: Path, shared: bool = False) -> RebaseState:
     kept, which nobody may change."""
     try:
         data = untrusted.read_bytes(path) or b""
+    except ValueError as exc:
+        raise CarryError(f"cannot read rebase state {path}: {exc}") from None
+    return parse(data, path, shared)
+
+
+def parse(data: bytes, path: Path, shared: bool = False) -> RebaseState:
+    """The state in `data`, the bytes of the file at `path` (`read`)."""
+    try:
         digest = hashlib.sha256(data).digest()
         if digest in _CHECKED:
             return _CHECKED[digest] if shared else _clone(_CHECKED[digest])
@@ -249,6 +274,11 @@ def _remember(digest: bytes, state: RebaseState) -> None:
     _CHECKED[digest] = state
     while len(_CHECKED) > 64:
         del _CHECKED[next(iter(_CHECKED))]
+
+
+def copy(s: RebaseState) -> RebaseState:
+    """A copy sharing nothing a reader may change."""
+    return _clone(s)
 
 
 def _clone(s: RebaseState) -> RebaseState:

@@ -263,3 +263,32 @@ def conflicting_series(up: CommitBuilder, root: Path) -> tuple[str, ...]:
     args = ("--repo", str(up.path), "--series-dir", str(root))
     assert run_carry("import", "demo", "--range", "base..feature", *args).code == 0
     return args
+
+
+@pytest.fixture
+def loop(upstream: CommitBuilder, make_series: Callable[..., Any],
+         series_root: Path) -> dict[str, Any]:
+    """Seven patches onto a moved `main`: 0002 and 0005 conflict at their root (upstream
+    changed the same lines), 0004 only because it changes the line 0002 introduced; the rest
+    apply. A few files nobody touches show whether a stop rewrites them."""
+    upstream.commit("More files", {f"docs/keep{i}.txt": f"keep {i}\n" * 50 for i in range(5)})
+    git(upstream.path, "tag", "-f", "base")
+    git(upstream.path, "checkout", "-q", "-b", "feature")
+    upstream.commit("P1", {"pkg/m1.py": "X = 1\n"}, author=TOBY)
+    upstream.commit("P2: h1", {"src/util.py": util(h1=11)}, author=LOGPROBZ)
+    upstream.commit("P3", {"pkg/m3.py": "X = 3\n"}, author=TOBY)
+    upstream.commit("P4: h1 again", {"src/util.py": util(h1=12)}, author=LOGPROBZ)
+    upstream.commit("P5: f", {"src/core.py": "def f():\n    return 5\n"}, author=TOBY)
+    upstream.commit("P6", {"pkg/m6.py": "X = 6\n"}, author=TOBY)
+    upstream.commit("P7: h15", {"src/util.py": util(h1=12, h15=150)}, author=LOGPROBZ)
+    upstream.checkout("main")
+    git(upstream.path, "reset", "-q", "--hard", "base")
+    upstream.commit("Upstream h1", {"src/util.py": util(h1=101)})
+    upstream.commit("Upstream f", {"src/core.py": "def f():\n    return 30\n"})
+    upstream.commit("Upstream more", {"pkg/other.py": "Y = 1\n"})
+    make_series(upstream, "feature")
+    return {"up": upstream, "root": series_root,
+            "args": ("rebase", "demo", "--repo", str(upstream.path), "--series-dir",
+                     str(series_root)),
+            "state": upstream.path / ".git" / "carry" / "rebase" / "demo" / "main.json",
+            "wt": upstream.path.parent / f"{upstream.path.name}.carry" / "demo" / "main"}

@@ -1,0 +1,133 @@
+"""Skips worked out ahead (`rebase.skipmemo`, issue 28): a `--skip` the stop before kept is
+the full `--skip` from the same state, byte for byte (stdout, stderr, exit code, the state
+file but the time its stop was reached), and it is taken only while every input it was
+worked out from is as it was: any other one (manifest, patch list, width, state, a worktree
+at the stop, a damaged or linked memo, a held lock, another command line) takes the full
+path, which says what a user expects. Real git, the real CLI in a subprocess."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import git, run_carry
+
+
+def _files(ctx: dict[str, Any]) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in ctx["state"].parent.iterdir()}
+
+
+def _put(ctx: dict[str, Any], files: dict[str, bytes]) -> None:
+    for p in ctx["state"].parent.iterdir():
+        p.unlink()
+    for name, data in files.items():
+        (ctx["state"].parent / name).write_bytes(data)
+
+
+def _unstamped(data: bytes) -> bytes:
+    return re.sub(rb'\n "started": "[^"]*"', b"", data)
+
+
+def _skip(ctx: dict[str, Any], *extra: str, env: dict[str, str] | None = None) -> Any:
+    return run_carry(*ctx["args"], "--skip", *extra, env=env)
+
+
+def test_every_kept_skip_is_the_full_skip_from_the_same_state(loop: dict[str, Any]) -> None:
+    first = run_carry(*loop["args"], "--onto", "main")
+    assert first.code == 1 and "CONFLICT in 0002" in first.out, first.err
+    memo = loop["state"].with_suffix(".skip")
+    kept = 0
+    while True:
+        before = _files(loop)
+        fast = _skip(loop)
+        if fast.code != 1:  # the finishing skip, never kept
+            break
+        after_fast = _files(loop)
+        assert after_fast[memo.name] == before[memo.name]  # taken as kept, not worked out
+        kept += 1
+        _put(loop, before)
+        memo.unlink()
+        full = _skip(loop)
+        assert (fast.code, fast.out, fast.err) == (full.code, full.out, full.err)
+        name = loop["state"].name
+        assert _unstamped(after_fast[name]) == _unstamped(loop["state"].read_bytes())
+        assert re.search(rb'\n "started": "20[0-9-]{8}T', after_fast[name])  # this skip's
+    assert kept == 2  # 0004 and 0005: the stops after the first
+    assert fast.code == 0 and not list(loop["state"].parent.glob("*"))  # the finish: all gone
+
+
+@pytest.mark.parametrize("change", ["manifest", "patches", "width", "state", "worktree",
+                                    "garbage", "symlink", "json", "keep ref"])
+def test_a_changed_input_takes_the_full_skip(loop: dict[str, Any], change: str,
+                                             tmp_path: Path) -> None:
+    assert run_carry(*loop["args"], "--onto", "main").code == 1
+    state, memo = loop["state"], loop["state"].with_suffix(".skip")
+    kept = memo.read_bytes()
+    env: dict[str, str] = {}
+    extra: tuple[str, ...] = ()
+    manifest = loop["root"] / "demo" / "series.toml"
+    if change == "manifest":
+        manifest.write_text(manifest.read_text() + "\n# a comment\n")
+    elif change == "patches":
+        (loop["root"] / "demo" / "patches" / "README").write_text("notes\n")
+    elif change == "width":
+        env["COLUMNS"] = "132"
+    elif change == "state":
+        state.write_text(json.dumps(json.loads(state.read_text()), indent=2) + "\n")
+    elif change == "worktree":
+        loop["wt"].mkdir(parents=True)  # the next stop's: an empty folder a shell left
+    elif change == "garbage":
+        memo.write_bytes(b"{\"version\": 1, \"steps\": [")
+    elif change == "symlink":
+        (tmp_path / "elsewhere.skip").write_bytes(kept)
+        memo.unlink()
+        memo.symlink_to(tmp_path / "elsewhere.skip")
+    elif change == "json":
+        extra = ("--json",)
+    else:
+        ref = "refs/carry/stops/demo/main"
+        git(loop["up"].path, "update-ref", ref, git(loop["up"].path, "rev-parse", ref + "^1"))
+    before = state.read_bytes()
+    r = _skip(loop, *extra, env=env)
+    if change == "patches":  # the full path loads the series, and refuses a stray file
+        assert r.code == 2 and "README: not a patch file name" in r.err, r.err
+        assert state.read_bytes() == before and memo.read_bytes() == kept
+        return
+    assert r.code == 1, r.err
+    if change == "json":
+        assert json.loads(r.out)[0]["conflict"]["file"].startswith("0004")
+    else:
+        assert "CONFLICT in 0004" in r.out, r.out + r.err
+    if change != "symlink":
+        assert not memo.exists() or memo.read_bytes() != kept  # the full path ran
+    else:
+        assert (tmp_path / "elsewhere.skip").read_bytes() == kept  # never followed
+
+
+def test_a_held_lock_is_said_by_the_full_skip_and_nothing_moves(
+        loop: dict[str, Any]) -> None:
+    assert run_carry(*loop["args"], "--onto", "main").code == 1
+    before = _files(loop)
+    lock = loop["up"].path / ".git" / "carry" / "rebase.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        r = _skip(loop)
+    finally:
+        os.close(fd)
+    assert r.code != 0 and f"pid {os.getpid()}" in r.err, r.err
+    assert _files(loop) == before
+    assert "CONFLICT in 0004" in _skip(loop).out  # kept, once the lock is free
+
+
+def test_abort_removes_the_kept_skips(loop: dict[str, Any]) -> None:
+    assert run_carry(*loop["args"], "--onto", "main").code == 1
+    assert loop["state"].with_suffix(".skip").is_file()
+    assert run_carry(*loop["args"], "--abort").code == 0
+    assert not list(loop["state"].parent.glob("*"))

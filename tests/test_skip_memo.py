@@ -35,7 +35,8 @@ def _unstamped(data: bytes) -> bytes:
 
 
 def _skip(ctx: dict[str, Any], *extra: str, env: dict[str, str] | None = None) -> Any:
-    return run_carry(*ctx["args"], "--skip", *extra, env=env)
+    cwd = (env or {}).pop("CARRY_TEST_CWD", None)
+    return run_carry(*ctx["args"], "--skip", *extra, env=env, cwd=Path(cwd) if cwd else None)
 
 
 def test_every_kept_skip_is_the_full_skip_from_the_same_state(loop: dict[str, Any]) -> None:
@@ -63,7 +64,7 @@ def test_every_kept_skip_is_the_full_skip_from_the_same_state(loop: dict[str, An
 
 
 @pytest.mark.parametrize("change", ["manifest", "patches", "width", "state", "worktree",
-                                    "garbage", "symlink", "json", "keep ref"])
+                                    "garbage", "symlink", "json", "keep ref", "cwd"])
 def test_a_changed_input_takes_the_full_skip(loop: dict[str, Any], change: str,
                                              tmp_path: Path) -> None:
     assert run_carry(*loop["args"], "--onto", "main").code == 1
@@ -90,6 +91,8 @@ def test_a_changed_input_takes_the_full_skip(loop: dict[str, Any], change: str,
         memo.symlink_to(tmp_path / "elsewhere.skip")
     elif change == "json":
         extra = ("--json",)
+    elif change == "cwd":  # what the output's commands say depends on where it runs
+        env["CARRY_TEST_CWD"] = str(tmp_path)
     else:
         ref = "refs/carry/stops/demo/main"
         git(loop["up"].path, "update-ref", ref, git(loop["up"].path, "rev-parse", ref + "^1"))

@@ -89,6 +89,8 @@ def build(series: Series, repo: Repo, root: Path,
     doc = {"version": VERSION, "repo": os.path.realpath(repo.path), "name": series.name,
            "root": os.path.realpath(root), "manifest": _digest(_read(series.manifest_path)),
            "patches": _listing(series.root), "width": term.width(),
+           "cwd": os.path.realpath(os.getcwd()),  # the output's commands depend on both
+           "series_env": os.environ.get("CARRY_SERIES_DIR", ""),
            "locks": [str(locks.lock_path(root, series.name)),
                      str(repo.carry_dir() / "rebase.lock")],
            "ref": [str(ref), _read(ref).decode("ascii", "replace").strip()], "steps": steps}
@@ -151,6 +153,8 @@ def _step(memo: dict[str, Any], path: Path, root_arg: str | None,
     root = os.path.realpath(os.path.expanduser(given)) if given else ""
     folder = Path(root) / memo["name"]
     if root != memo["root"] or folder.is_symlink() or \
+            os.path.realpath(os.getcwd()) != memo["cwd"] or \
+            environ.get("CARRY_SERIES_DIR", "") != memo["series_env"] or \
             _digest(_read(folder / MANIFEST)) != memo["manifest"] or \
             _listing(folder) != memo["patches"] or term.width(environ) != memo["width"] or \
             os.path.lexists(step["worktree"]) or \

@@ -69,24 +69,18 @@ def test_a_skip_leaves_the_keep_ref_that_keeps_its_commits_already(
     assert git(up.path, "for-each-ref", "refs/carry/stops") == ""
 
 
-@pytest.mark.parametrize("kept", [True, False])
 def test_a_skip_to_a_stop_without_a_hint_starts_only_the_git_it_needs(
-        two_stops: dict[str, Any], tmp_path: Path, kept: bool) -> None:
+        two_stops: dict[str, Any], tmp_path: Path) -> None:
     """No `update-ref` for a keep ref that keeps the commits already, and no history walk
     for a squash hint no upstream subject can give: the repository's discovery and the
-    object reader are what a skip starts; a skip worked out at the stop before
-    (`rebase.skipmemo`) starts none."""
-    memo = two_stops["state"].with_suffix(".skip")
-    assert memo.is_file()
-    if not kept:
-        memo.unlink()
+    object reader are what a skip starts (one worked out ahead starts none:
+    tests/test_skip_memo.py)."""
     trace = tmp_path / "git.trace"
     r = run_carry("rebase", "--skip", *two_stops["args"], env={"GIT_TRACE": str(trace)})
     assert r.code == 1 and "CONFLICT in 0004" in r.out, r.err
     ran = [line.split("trace: built-in: git ", 1)[1].split()[0]
-           for line in (trace.read_text() if trace.exists() else "").splitlines()
-           if "trace: built-in: git " in line]
-    assert sorted(ran) == ([] if kept else ["cat-file", "rev-parse"]), ran
+           for line in trace.read_text().splitlines() if "trace: built-in: git " in line]
+    assert sorted(ran) == ["cat-file", "rev-parse"], ran
 
 
 @pytest.mark.parametrize("damage", ["deleted", "keeps too little"])

@@ -16,7 +16,37 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import git, run_carry
+from tests.conftest import TOBY, CommitBuilder, git, run_carry, util
+
+SPREAD = (1, 5, 9, 13, 17)  # functions far enough apart that no patch's hunk holds another's
+
+
+@pytest.fixture
+def many(upstream: CommitBuilder, make_series: Any, series_root: Path) -> dict[str, Any]:
+    """Five patches, each retuning one helper that upstream's main retunes too: five stops.
+    The first call stops at 0001; the skip from it works out the next ones."""
+    git(upstream.path, "checkout", "-q", "-b", "feature")
+    done: dict[str, int] = {}
+    for n, h in enumerate(SPREAD, 1):
+        done[f"h{h}"] = 10 * h + 1
+        upstream.commit(f"P{n}: h{h}", {"src/util.py": util(**done)}, author=TOBY)
+    upstream.checkout("main")
+    upstream.commit("Upstream retunes", {"src/util.py": util(**{f"h{h}": 100 + h
+                                                               for h in SPREAD})})
+    make_series(upstream, "feature")
+    args = ("rebase", "demo", "--repo", str(upstream.path), "--series-dir", str(series_root))
+    state = upstream.path / ".git" / "carry" / "rebase" / "demo" / "main.json"
+    return {"up": upstream, "root": series_root, "args": args, "state": state,
+            "wt": upstream.path.parent / f"{upstream.path.name}.carry" / "demo" / "main"}
+
+
+def _stopped_twice(ctx: dict[str, Any]) -> None:
+    """The first call, which keeps no skips, and one skip, which works out the rest."""
+    assert run_carry(*ctx["args"], "--onto", "main").code == 1
+    assert not ctx["state"].with_suffix(".skip").exists()  # CI's call pays for none
+    r = _skip(ctx)
+    assert r.code == 1 and "CONFLICT in 0002" in r.out, r.err
+    assert ctx["state"].with_suffix(".skip").is_file()
 
 
 def _files(ctx: dict[str, Any]) -> dict[str, bytes]:
@@ -39,35 +69,43 @@ def _skip(ctx: dict[str, Any], *extra: str, env: dict[str, str] | None = None) -
     return run_carry(*ctx["args"], "--skip", *extra, env=env, cwd=Path(cwd) if cwd else None)
 
 
-def test_every_kept_skip_is_the_full_skip_from_the_same_state(loop: dict[str, Any]) -> None:
-    first = run_carry(*loop["args"], "--onto", "main")
-    assert first.code == 1 and "CONFLICT in 0002" in first.out, first.err
-    memo = loop["state"].with_suffix(".skip")
+def test_every_kept_skip_is_the_full_skip_from_the_same_state(many: dict[str, Any]) -> None:
+    _stopped_twice(many)
+    memo = many["state"].with_suffix(".skip")
     kept = 0
     while True:
-        before = _files(loop)
-        fast = _skip(loop)
+        before = _files(many)
+        fast = _skip(many)
         if fast.code != 1:  # the finishing skip, never kept
             break
-        after_fast = _files(loop)
+        after_fast = _files(many)
         assert after_fast[memo.name] == before[memo.name]  # taken as kept, not worked out
         kept += 1
-        _put(loop, before)
+        _put(many, before)
         memo.unlink()
-        full = _skip(loop)
+        full = _skip(many)
         assert (fast.code, fast.out, fast.err) == (full.code, full.out, full.err)
-        name = loop["state"].name
-        assert _unstamped(after_fast[name]) == _unstamped(loop["state"].read_bytes())
+        name = many["state"].name
+        assert _unstamped(after_fast[name]) == _unstamped(many["state"].read_bytes())
         assert re.search(rb'\n "started": "20[0-9-]{8}T', after_fast[name])  # this skip's
-    assert kept == 2  # 0004 and 0005: the stops after the first
-    assert fast.code == 0 and not list(loop["state"].parent.glob("*"))  # the finish: all gone
+    assert kept == 3  # to 0003, 0004 and 0005
+    assert fast.code == 0 and not list(many["state"].parent.glob("*"))  # the finish: all gone
+
+
+def test_a_kept_skip_starts_no_git(many: dict[str, Any], tmp_path: Path) -> None:
+    _stopped_twice(many)
+    trace = tmp_path / "git.trace"
+    r = _skip(many, env={"GIT_TRACE": str(trace)})
+    assert r.code == 1 and "CONFLICT in 0003" in r.out, r.err
+    assert not trace.exists() or "built-in: git" not in trace.read_text()
 
 
 @pytest.mark.parametrize("change", ["manifest", "patches", "width", "state", "worktree",
                                     "garbage", "symlink", "json", "keep ref", "cwd"])
-def test_a_changed_input_takes_the_full_skip(loop: dict[str, Any], change: str,
+def test_a_changed_input_takes_the_full_skip(many: dict[str, Any], change: str,
                                              tmp_path: Path) -> None:
-    assert run_carry(*loop["args"], "--onto", "main").code == 1
+    loop = many
+    _stopped_twice(loop)
     state, memo = loop["state"], loop["state"].with_suffix(".skip")
     kept = memo.read_bytes()
     env: dict[str, str] = {}
@@ -104,9 +142,9 @@ def test_a_changed_input_takes_the_full_skip(loop: dict[str, Any], change: str,
         return
     assert r.code == 1, r.err
     if change == "json":
-        assert json.loads(r.out)[0]["conflict"]["file"].startswith("0004")
+        assert json.loads(r.out)[0]["conflict"]["file"].startswith("0003")
     else:
-        assert "CONFLICT in 0004" in r.out, r.out + r.err
+        assert "CONFLICT in 0003" in r.out, r.out + r.err
     if change != "symlink":
         assert not memo.exists() or memo.read_bytes() != kept  # the full path ran
     else:
@@ -114,8 +152,9 @@ def test_a_changed_input_takes_the_full_skip(loop: dict[str, Any], change: str,
 
 
 def test_a_held_lock_is_said_by_the_full_skip_and_nothing_moves(
-        loop: dict[str, Any]) -> None:
-    assert run_carry(*loop["args"], "--onto", "main").code == 1
+        many: dict[str, Any]) -> None:
+    loop = many
+    _stopped_twice(loop)
     before = _files(loop)
     lock = loop["up"].path / ".git" / "carry" / "rebase.lock"
     fd = os.open(lock, os.O_RDWR | os.O_CREAT)
@@ -126,11 +165,11 @@ def test_a_held_lock_is_said_by_the_full_skip_and_nothing_moves(
         os.close(fd)
     assert r.code != 0 and f"pid {os.getpid()}" in r.err, r.err
     assert _files(loop) == before
-    assert "CONFLICT in 0004" in _skip(loop).out  # kept, once the lock is free
+    assert "CONFLICT in 0003" in _skip(loop).out  # kept, once the lock is free
 
 
-def test_abort_removes_the_kept_skips(loop: dict[str, Any]) -> None:
-    assert run_carry(*loop["args"], "--onto", "main").code == 1
-    assert loop["state"].with_suffix(".skip").is_file()
+def test_abort_removes_the_kept_skips(many: dict[str, Any]) -> None:
+    loop = many
+    _stopped_twice(loop)
     assert run_carry(*loop["args"], "--abort").code == 0
     assert not list(loop["state"].parent.glob("*"))

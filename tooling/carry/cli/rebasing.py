@@ -66,8 +66,8 @@ def run(a: RebaseArgs) -> int:
     with locks.for_rebase(at.root, at.name, at.repo, a.dry_run or not act.writes):
         loaded = series.find(at.root, at.name)
         outcome = action.run(loaded, at.repo, opts, act, at.which)
-        if not a.dry_run and act in (action.Action.START, action.Action.SKIP,
-                                     action.Action.CONTINUE) and _one_stop(outcome):
+        if not a.dry_run and act in (action.Action.SKIP, action.Action.CONTINUE) and \
+                _one_stop(outcome):  # not a rebase's first call: CI's, which never skips
             _skips_ahead(loaded, at.repo, at.root)
     if act in (action.Action.SHOW, action.Action.QUIT):
         from carry.cli import stops

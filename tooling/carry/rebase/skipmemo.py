@@ -1,8 +1,9 @@
 """`--skip`s worked out ahead of time. At a stop, the trial already holds every later stop a
 run of `--skip`s reaches, and what each such skip does (the state file it writes, what it
 prints) follows from the state it starts from, the series' manifest and commits that never
-change. So the call that stops works out the next few (`build`: the skip's own code, run on
-copies, nothing written) and keeps them beside the state (`SLUG.skip`). A later `carry rebase
+change. So a `--skip` or `--continue` that stops works out the next few (`build`: the skip's
+own code, run on copies, nothing written) and keeps them beside the state (`SLUG.skip`); a
+rebase's first call does not (it is what CI runs, and CI never skips). A later `carry rebase
 --skip` whose inputs are the same, byte for byte, writes the kept state and prints the kept
 output (`run`), importing none of the replay: Python's start and carry's imports were nine
 tenths of a skip on a 50-patch vLLM series. Anything else (another state, manifest, patch
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from carry.series.store import Series
 
 VERSION = 1
-AHEAD = 6  # skips worked out at a stop (about 10 ms each, paid by the call that stops)
+AHEAD = 8  # skips worked out at a stop (about 13 ms each, paid by the skip that stops)
 MAX_BYTES = 32 << 20  # a larger memo is not read
 _STARTED = re.compile(rb'\n "started": "[0-9T:+-]*"')  # a top-level key: indent 1
 

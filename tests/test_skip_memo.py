@@ -173,3 +173,12 @@ def test_abort_removes_the_kept_skips(many: dict[str, Any]) -> None:
     _stopped_twice(loop)
     assert run_carry(*loop["args"], "--abort").code == 0
     assert not list(loop["state"].parent.glob("*"))
+
+
+def test_a_memo_that_cannot_be_written_costs_only_speed(many: dict[str, Any]) -> None:
+    assert run_carry(*many["args"], "--onto", "main").code == 1
+    memo = many["state"].with_suffix(".skip")
+    memo.mkdir()  # where the memo goes: the skip is done before it is written
+    r = _skip(many)
+    assert r.code == 1 and "CONFLICT in 0002" in r.out and not r.err, r.err
+    assert memo.is_dir() and "CONFLICT in 0003" in _skip(many).out

@@ -101,7 +101,8 @@ def test_a_kept_skip_starts_no_git(many: dict[str, Any], tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("change", ["manifest", "patches", "width", "state", "worktree",
-                                    "garbage", "symlink", "json", "keep ref", "cwd"])
+                                    "garbage", "symlink", "fifo", "json", "keep ref",
+                                    "cwd"])
 def test_a_changed_input_takes_the_full_skip(many: dict[str, Any], change: str,
                                              tmp_path: Path) -> None:
     loop = many
@@ -127,6 +128,9 @@ def test_a_changed_input_takes_the_full_skip(many: dict[str, Any], change: str,
         (tmp_path / "elsewhere.skip").write_bytes(kept)
         memo.unlink()
         memo.symlink_to(tmp_path / "elsewhere.skip")
+    elif change == "fifo":  # read, it would wait for a writer forever
+        memo.unlink()
+        os.mkfifo(memo)
     elif change == "json":
         extra = ("--json",)
     elif change == "cwd":  # what the output's commands say depends on where it runs

@@ -18,20 +18,21 @@ file problems raise CarryError naming the path.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import errno
 import json
 import os
 import re
 import stat
-import tomllib
 import types
 import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
 from carry.base.errors import CarryError
+
+if typing.TYPE_CHECKING:
+    import dataclasses
 
 MAX_BYTES = 64 << 20  # far above any file carry writes; a ledger of 100,000 cells is ~40 MB
 MAX_DEPTH = 64  # carry's own documents nest 6 deep at most
@@ -150,6 +151,8 @@ def loads_json(data: bytes | str, kind: type[T] | None = None) -> Any:
 
 def loads_toml(text: str) -> dict[str, Any]:
     """A TOML document of at most MAX_DEPTH levels (arrays, inline tables and dotted keys)."""
+    import tomllib  # here: a reader of bytes alone (a kept `--skip`) need not load it
+
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -198,6 +201,8 @@ def build(cls: type[T], data: Any, where: str, strict: bool = False) -> T:
     """An instance of the dataclass `cls` from a parsed object, each field's type checked
     against its annotation (str, int, float, bool, None, list[X], dict[str, X], X | None,
     nested dataclasses, enums by value, Any). Unknown keys are ignored unless `strict`."""
+    import dataclasses  # here, as tomllib: `read_bytes` alone imports neither
+
     if not isinstance(data, dict):
         raise BadData(f"{where}: expected an object, got {_describe(type(data))}")
     hints, known = _shape(cls)
@@ -220,6 +225,8 @@ _SHAPES: dict[type, _Shape] = {}
 def _shape(cls: type) -> _Shape:
     """A dataclass's resolved annotations and fields, worked out once per class: resolving
     the string annotations is most of a `build` (a rebase state holds 100 patch entries)."""
+    import dataclasses
+
     if cls not in _SHAPES:
         _SHAPES[cls] = (typing.get_type_hints(cls),
                         {f.name: f for f in dataclasses.fields(cls)})
@@ -251,6 +258,8 @@ def _value(hint: Any, value: Any, where: str) -> Any:
         if not isinstance(value, dict):
             raise BadData(f"{where}: expected an object, got {_describe(type(value))}")
         return {str(k): _value(item, v, f"{where}.{k}") for k, v in value.items()}
+    import dataclasses
+
     if dataclasses.is_dataclass(hint):
         return build(typing.cast("type[Any]", hint), value, where)
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
@@ -297,6 +306,8 @@ def _describe(kind: Any) -> str:
     origin = typing.get_origin(kind)
     if origin is not None:
         return _describe(origin)
+    import dataclasses
+
     return f"a {getattr(kind, '__name__', 'value')}" if dataclasses.is_dataclass(kind) \
         else getattr(kind, "__name__", str(kind))
 

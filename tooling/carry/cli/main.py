@@ -89,11 +89,12 @@ def main() -> None:
     redact.register_argv(sys.argv[1:])  # --repo https://x:TOKEN@host, --token-env NAME
     sys.stdout = redact.Scrubbed(sys.stdout)
     sys.stderr = redact.Scrubbed(sys.stderr)
-    from carry.rebase import skipmemo  # a `--skip` worked out ahead imports nothing more
+    if "--skip" in sys.argv[1:]:  # one worked out ahead imports nothing more
+        from carry.rebase import skipmemo
 
-    kept = skipmemo.run(sys.argv[1:], os.environ)
-    if kept is not None:
-        sys.exit(kept)
+        kept = skipmemo.run(sys.argv[1:], os.environ)
+        if kept is not None:
+            sys.exit(kept)
     from carry.cli import rebasing
 
     quick = rebasing.quick(sys.argv[1:], os.environ)

@@ -73,7 +73,7 @@ def skip_to_next(series: Series, repo: Repo, state: st.RebaseState, result: Targ
     """What `--skip` at `state`'s stop comes to when the trial takes it to the next stop and
     no worktree is there: that stop's state, with `result` as the skip leaves it, nothing
     written (`skipmemo` keeps it for a later skip). None when the skip replays or ends."""
-    head, taken = _taken(series, repo, state, result, True, False)
+    _, taken = _taken(series, repo, state, result, True, False)
     if taken is None or taken.stop is None:
         return None
     new = checkout.stop_state(series, repo, result, state.target,

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from carry.base import atomic, redact, term
+from carry.base import atomic, redact, term, untrusted
 from carry.base.errors import CarryError
 from carry.base.flock import flocked
 from carry.series.locate import MANIFEST
@@ -217,17 +217,9 @@ def _listing(folder: Path) -> list[str]:
 
 
 def _read(path: Path, limit: int = 1 << 20) -> bytes:
-    """A regular file's bytes, never through a link, at most `limit` of them."""
-    import stat
-
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise OSError(f"{path}: not a regular file")
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise OSError(f"{path}: larger than {limit} bytes")
-    return data
+    """A regular file's bytes through the one reader of untrusted files (no link, no FIFO
+    waited on, at most `limit`)."""
+    return untrusted.read_bytes(path, limit=limit) or b""
 
 
 def _blank(data: bytes) -> bytes | None:

@@ -226,9 +226,8 @@ def remove(repo: Repo, path: Path) -> None:
     if repo.ref_exists(keep_ref(path)):
         repo.set_ref(keep_ref(path), None, ANY, reflog=False)
     path.unlink(missing_ok=True)
-    from carry.rebase.skipmemo import memo_path
-
-    memo_path(path).unlink(missing_ok=True)  # the skips worked out ahead of it
+    # the skips worked out ahead of it (`skipmemo.memo_path`, which imports this module)
+    path.with_suffix(".skip").unlink(missing_ok=True)
 
 
 _CHECKED: dict[bytes, RebaseState] = {}  # the state files this process found sound (or wrote)

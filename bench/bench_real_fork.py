@@ -23,8 +23,10 @@ console script runs it), git's loop (`git worktree add` and `git cherry-pick B..
 it, `--skip` at every stop), and carry's loop again on the same clone, warm (its caches from
 the cold run). Every loop is checked against git's: the same outcome for each patch
 (applied, stopped, dropped) and, for each applied patch, the same tree and the same author
-(name, email, date). Last, why's share of the first call (`why_share.py`), its answers
-checked against the whys with every merge asked alone.
+(name, email, date). Last, what the whys cost the first call (`why_cost`: the call's wall
+time with them against without them, cold and warm), and why's own time in one thread
+against the replay's (`why_share.py`), its answers checked against the whys with every
+merge asked alone.
 
 Usage: CARRY_REAL_FORK=/path/to/vllm.git python bench/bench_real_fork.py [--repeat 3]
 """
@@ -60,12 +62,23 @@ from bench_conflicts import (  # noqa: E402
 # What the `carry` console script runs; `python -m carry` adds runpy's import to each call
 # (5-9 ms, a tenth of a `--skip`), which no maintainer typing `carry` pays.
 CONSOLE = "import sys; sys.argv[0] = 'carry'; from carry.cli.main import main; sys.exit(main())"
+# The same, with no why worked out (an inert `Why`): the first call a why costs nothing in
+NO_WHY = ("import sys; sys.argv[0] = 'carry'\nfrom carry.replay import why\n"
+          "class Inert:\n"
+          "    def __init__(self, *a, **k): pass\n"
+          "    def add(self, *a): pass\n"
+          "    def finish(self): pass\n"
+          "    def close(self): pass\n"
+          "why.Why = Inert\nfrom carry.cli.main import main; sys.exit(main())")
+# What a clone holds of carry's caches, all of which a fresh clone lacks
+CACHES = ("changes", "search", "why", "audit", "squash")
 SERIES_REF = "refs/remotes/fork/dev/bench"
 ONTO_REF = "refs/remotes/upstream/main"
 
 
-def carry(ctx: Ctx, *args: str, ok: tuple[int, ...] = (0,)) -> tuple[int, str]:
-    proc = subprocess.run([sys.executable, "-c", CONSOLE, *args], capture_output=True,
+def carry(ctx: Ctx, *args: str, ok: tuple[int, ...] = (0,), console: str = CONSOLE
+          ) -> tuple[int, str]:
+    proc = subprocess.run([sys.executable, "-c", console, *args], capture_output=True,
                           env=ctx.env, cwd=ctx.root, text=True)
     if proc.returncode not in ok:
         raise SystemExit(f"carry {' '.join(args[:2])} exited {proc.returncode}: "
@@ -259,12 +272,47 @@ def why_share(ctx: Ctx) -> tuple[float, float]:
     return float(out.stdout.split()[-1]), float(cpu_line.split()[-1])
 
 
+def why_cost(ctx: Ctx, cold: bool, pairs: int) -> list[tuple[float, float, float, float]]:
+    """What the whys add to the first call, where the human waits: `pairs` pairs of first
+    calls (`rebase --target`, stopping) with them and without them (an inert `Why`), the
+    order alternating, each pair's (wall with, wall without, CPU with, CPU without). Before
+    each call the why cache is emptied, and with `cold` every carry cache (the chain's refs
+    and `.git/carry/`'s), as on a fresh clone; warm, the rest is as the loops before left
+    it. The whys run on their own thread while the forecast replays, so what they cost the
+    call is not their own time (`why_share`). Pairs, not medians of each side: a pair's two
+    calls are seconds apart, so the host's drift mostly cancels in their difference."""
+    out = []
+    for k in range(pairs):
+        took: dict[str, tuple[float, float]] = {}
+        for console in (CONSOLE, NO_WHY)[::1 if k % 2 == 0 else -1]:
+            forget(ctx, CACHES if cold else ("why",))
+            os.sync()
+            t0, c0 = time.perf_counter(), cpu()
+            carry(ctx, *rebase_args(ctx, "--target", TARGET, "--branch", "bench/why"), ok=(1,),
+                  console=console)
+            took[console] = (time.perf_counter() - t0, cpu() - c0)
+            tidy(ctx, "bench/why")
+        out.append((took[CONSOLE][0], took[NO_WHY][0], took[CONSOLE][1], took[NO_WHY][1]))
+    return out
+
+
+def forget(ctx: Ctx, caches: tuple[str, ...]) -> None:
+    """Empty carry's `caches` in the clone (`.git/carry/NAME`; "changes" also drops the cached
+    chains, `refs/carry/cache/`)."""
+    for name in caches:
+        shutil.rmtree(ctx.repo / ".git" / "carry" / name, ignore_errors=True)
+    if "changes" in caches:
+        refs = git(ctx, "for-each-ref", "--format=delete %(refname)", "refs/carry/cache/")
+        subprocess.run(["git", "update-ref", "--stdin"], input=refs, text=True, check=True,
+                       cwd=ctx.repo, env=ctx.env, capture_output=True)
+
+
 def tidy(ctx: Ctx, branch: str) -> None:
     carry(ctx, *rebase_args(ctx, "--abort"), ok=(0, 1, 2))
     git(ctx, "update-ref", "-d", f"refs/heads/{branch}")
 
 
-def one_round(fork: str, work: Path, shape: Shape, n: int,
+def one_round(fork: str, work: Path, shape: Shape, n: int, pairs: int,
               ratios: dict[str, list[float]]) -> None:
     for steps, onto in shape.targets:
         ctx = clone(fork, work / f"t{steps}", shape, onto)
@@ -293,6 +341,16 @@ def one_round(fork: str, work: Path, shape: Shape, n: int,
                         (f"+{steps}: git worktree add s", plain),
                         (f"+{steps}: --resolve / git worktree add", took / plain)):
             ratios.setdefault(name, []).append(v)
+        for which in ("cold", "warm"):  # every pair of every round, not a median of each
+            key = f"+{steps} {which}"
+            for wall, bare, busy, bare_busy in why_cost(ctx, which == "cold", pairs):
+                for name, v in ((f"{key}: first call without why s", bare),
+                                (f"{key}: why's cost to the first call s", wall - bare),
+                                (f"{key}: why's cost / first call without it",
+                                 (wall - bare) / bare),
+                                (f"{key}: why's cost / first call without it, CPU",
+                                 (busy - bare_busy) / bare_busy)):
+                    ratios.setdefault(name, []).append(v)
         share, share_cpu = why_share(ctx)
         ratios.setdefault(f"+{steps}: why / replay it explains", []).append(share)
         ratios.setdefault(f"+{steps}: why / replay it explains, CPU", []).append(share_cpu)
@@ -320,6 +378,8 @@ def main() -> None:
     ap.add_argument("--upstream", default=None, help="the upstream line's tip (default: found)")
     ap.add_argument("--targets", default="130,212",
                     help="first-parent steps after the series base, comma-separated")
+    ap.add_argument("--pairs", type=int, default=4,
+                    help="first calls with and without why, in pairs, per target and round")
     ap.add_argument("--work", type=Path, default=None, help="where the clones go (a temp dir)")
     args = ap.parse_args()
     fork = real_fork()
@@ -336,17 +396,20 @@ def main() -> None:
     ratios: dict[str, list[float]] = {}
     try:
         for n in range(1, args.repeat + 1):
-            one_round(fork, work, shape, n, ratios)
+            one_round(fork, work, shape, n, args.pairs, ratios)
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
     width = max(len(k) for k in ratios)
-    print(f"\n{str(args.repeat) + ' rounds':<{width}}  {'min':>7} {'median':>7} {'max':>7}")
+    print(f"\n{str(args.repeat) + ' rounds':<{width}}  {'min':>7} {'median':>7} {'max':>7}"
+          f"  (why's cost: over all {args.repeat * args.pairs} pairs)")
     for k in sorted(ratios, key=lambda k: (k.split(":")[0], "/" in k, k)):
         xs = ratios[k]
         print(f"{k:<{width}}  {min(xs):7.2f} {statistics.median(xs):7.2f} {max(xs):7.2f}")
     print("\ngoals: loop / git loop at most 1.0x, first call / git loop at most 0.5x, cold and "
-          "warm; why at most 0.20 of the replay; --resolve at most 1.2x git worktree add")
+          "warm; why's cost at most 0.20 of the first call without it, cold and warm (its own "
+          "time in one thread: why / replay it explains); --resolve at most 1.2x git worktree "
+          "add")
 
 
 if __name__ == "__main__":

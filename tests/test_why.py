@@ -426,3 +426,49 @@ def test_a_root_is_bisected_at_the_paths_it_conflicts_on(
     (p,) = r["patches"]
     assert p["status"] == "conflict"
     assert p["cause"] == {"sha": cause, "subject": "Retune h3 (#2003)", "pr": 2003}
+
+
+def test_a_conflict_added_while_others_are_worked_out_joins_their_next_merge(
+        fifty: Fifty, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The forecast finds 0004 while 0001's why is being bisected (added here from within
+    0001's first round, as the forecast's thread would): 0004's merges join 0001's next
+    rounds (one `merge-tree` each, not rounds of its own) and both answers are those asked
+    one by one."""
+    s = seriesmod.find(fifty.root, "demo")
+    repo = Repo.open(fifty.up.path)
+    onto = fifty.up.rev("main")
+    rounds: list[int] = []
+    asked = Repo.clean_merges
+    try:
+        steps = replay(s, repo, "main").patches
+        want = [(x.cause, x.builds_on) for x in steps]
+        assert steps[0].cause and steps[3].cause
+        for alone in (0, 3):  # each alone, for the rounds it takes
+            shutil.rmtree(fifty.up.path / ".git" / "carry" / "why")
+            monkeypatch.setattr(Repo, "clean_merges",
+                                lambda self, asks, known=None: (rounds.append(len(asks)),
+                                                                asked(self, asks, known))[1])
+            w = why.Why(repo, steps, onto, background=False)
+            w.add(alone, steps[alone].forecast)
+            w.finish()
+        apart = len(rounds)
+        for x in steps:
+            x.cause, x.builds_on = None, ""
+        shutil.rmtree(fifty.up.path / ".git" / "carry" / "why")
+        rounds.clear()
+        w = why.Why(repo, steps, onto, background=False)
+
+        def first_round_finds_0004(self: Repo, asks: Any, known: Any = None) -> Any:
+            if not rounds:
+                w.add(3, steps[3].forecast)
+            rounds.append(len(asks))
+            return asked(self, asks, known)
+
+        monkeypatch.setattr(Repo, "clean_merges", first_round_finds_0004)
+        w.add(0, ())
+        w.finish()
+        assert [(steps[i].cause, steps[i].builds_on) for i in (0, 3)] == [want[0], want[3]]
+        assert len(rounds) < apart, (rounds, apart)
+        assert max(rounds) > 1  # a round held both patches' merges
+    finally:
+        repo.close()

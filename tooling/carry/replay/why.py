@@ -60,8 +60,8 @@ class Why:
     forecast replays on; `finish` waits and sets the fields, `close` always ends the thread.
     The conflicts added and not yet worked out are worked out together (`whyprobe`): all
     of them at `finish` in the foreground, those waiting when the thread gets to them in
-    the background. A patch asked before, with the same patches left out, comes from
-    `.git/carry/why/`."""
+    the background, where one added while others are under way joins their next round.
+    A patch asked before, with the same patches left out, comes from `.git/carry/why/`."""
 
     def __init__(self, repo: Repo, steps: list[PatchResult], onto: str,
                  background: bool = True) -> None:
@@ -106,16 +106,24 @@ class Why:
             self._repo.close()
 
     def _work(self) -> None:
-        """Every conflict waiting, worked out together."""
+        """Every conflict waiting, worked out together, and those added meanwhile with them."""
         with self._lock:
             jobs, self._waiting = self._waiting, []
-        if jobs and self._changes is None:
+        if not jobs:
+            return
+        if self._changes is None:
             self._changes = self._repo.commit_changes(jobs[0][3])
             self._repo.prime_attributes({p for c in self._changes.values() for p in c})
-        if jobs:
-            found = whyprobe.together(self._repo, [self._one(*job[1:]) for job in jobs],
-                                      self._merged)
-            self._done.update(zip((job[0] for job in jobs), found, strict=True))
+
+        def joining() -> list[whyprobe.Plan]:
+            with self._lock:
+                more, self._waiting = self._waiting, []
+            jobs.extend(more)
+            return [self._one(*job[1:]) for job in more]
+
+        found = whyprobe.together(self._repo, [self._one(*job[1:]) for job in jobs],
+                                  self._merged, joining)
+        self._done.update(zip((job[0] for job in jobs), found, strict=True))
 
     def _one(self, source: str, earlier: list[tuple[str, str]], sources: list[str],
              at: set[bytes]) -> Generator[whyprobe.Asks, list[bool | None], _Known]:

@@ -26,23 +26,36 @@ Asks = list[tuple[str, str, str, Collection[bytes]]]  # merge_onto's arguments, 
 Plan = Generator[Asks, list[bool | None], Any]
 
 
-def together(repo: Repo, plans: Sequence[Plan], known: dict[Content, bool]) -> list[Any]:
+def together(repo: Repo, plans: Sequence[Plan], known: dict[Content, bool],
+             joining: Callable[[], Sequence[Plan]] | None = None) -> list[Any]:
     """Each plan's return value: every round, the merges all plans yield are asked in one
     `clean_merges` (`known`: the content merges answered before), and each plan is sent
-    its own answers."""
-    results: list[Any] = [None] * len(plans)
+    its own answers. Before each round the plans `joining` gives join in, their values
+    after those of `plans`: a conflict the forecast finds while others are being worked
+    out shares their next `merge-tree` instead of starting rounds of its own."""
+    results: list[Any] = []
+    active: list[Plan] = []
     asked: dict[int, Asks] = {}
 
     def step(i: int, answers: list[bool | None] | None) -> None:
         try:
-            asked[i] = plans[i].send(answers)  # type: ignore[arg-type]
+            asked[i] = active[i].send(answers)  # type: ignore[arg-type]
         except StopIteration as done:
             asked.pop(i, None)
             results[i] = done.value
 
-    for i in range(len(plans)):
-        step(i, None)
-    while asked:
+    def start(new: Sequence[Plan]) -> None:
+        for plan in new:
+            active.append(plan)
+            results.append(None)
+            step(len(active) - 1, None)
+
+    start(plans)
+    while True:
+        if joining is not None:
+            start(joining())
+        if not asked:
+            return results
         flat = [ask for mine in asked.values() for ask in mine]
         try:
             answers = repo.clean_merges(flat, known)
@@ -52,7 +65,6 @@ def together(repo: Repo, plans: Sequence[Plan], known: dict[Content, bool]) -> l
         for i, mine in list(asked.items()):
             step(i, answers[at:at + len(mine)])
             at += len(mine)
-    return results
 
 
 def context(repo: Repo, p: RawCommit, paths: set[bytes],

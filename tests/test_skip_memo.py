@@ -64,9 +64,9 @@ def _unstamped(data: bytes) -> bytes:
     return re.sub(rb'\n "started": "[^"]*"', b"", data)
 
 
-def _skip(ctx: dict[str, Any], *extra: str, env: dict[str, str] | None = None) -> Any:
-    cwd = (env or {}).pop("CARRY_TEST_CWD", None)
-    return run_carry(*ctx["args"], "--skip", *extra, env=env, cwd=Path(cwd) if cwd else None)
+def _skip(ctx: dict[str, Any], *extra: str, env: dict[str, str] | None = None,
+          cwd: Path | None = None) -> Any:
+    return run_carry(*ctx["args"], "--skip", *extra, env=env, cwd=cwd)
 
 
 def test_every_kept_skip_is_the_full_skip_from_the_same_state(many: dict[str, Any]) -> None:
@@ -105,23 +105,23 @@ def test_a_kept_skip_starts_no_git(many: dict[str, Any], tmp_path: Path) -> None
                                     "cwd"])
 def test_a_changed_input_takes_the_full_skip(many: dict[str, Any], change: str,
                                              tmp_path: Path) -> None:
-    loop = many
-    _stopped_twice(loop)
-    state, memo = loop["state"], loop["state"].with_suffix(".skip")
+    _stopped_twice(many)
+    state, memo = many["state"], many["state"].with_suffix(".skip")
     kept = memo.read_bytes()
     env: dict[str, str] = {}
     extra: tuple[str, ...] = ()
-    manifest = loop["root"] / "demo" / "series.toml"
+    cwd: Path | None = None
+    manifest = many["root"] / "demo" / "series.toml"
     if change == "manifest":
         manifest.write_text(manifest.read_text() + "\n# a comment\n")
     elif change == "patches":
-        (loop["root"] / "demo" / "patches" / "README").write_text("notes\n")
+        (many["root"] / "demo" / "patches" / "README").write_text("notes\n")
     elif change == "width":
         env["COLUMNS"] = "132"
     elif change == "state":
         state.write_text(json.dumps(json.loads(state.read_text()), indent=2) + "\n")
     elif change == "worktree":
-        loop["wt"].mkdir(parents=True)  # the next stop's: an empty folder a shell left
+        many["wt"].mkdir(parents=True)  # the next stop's: an empty folder a shell left
     elif change == "garbage":
         memo.write_bytes(b"{\"version\": 1, \"steps\": [")
     elif change == "symlink":
@@ -134,12 +134,12 @@ def test_a_changed_input_takes_the_full_skip(many: dict[str, Any], change: str,
     elif change == "json":
         extra = ("--json",)
     elif change == "cwd":  # what the output's commands say depends on where it runs
-        env["CARRY_TEST_CWD"] = str(tmp_path)
+        cwd = tmp_path
     else:
         ref = "refs/carry/stops/demo/main"
-        git(loop["up"].path, "update-ref", ref, git(loop["up"].path, "rev-parse", ref + "^1"))
+        git(many["up"].path, "update-ref", ref, git(many["up"].path, "rev-parse", ref + "^1"))
     before = state.read_bytes()
-    r = _skip(loop, *extra, env=env)
+    r = _skip(many, *extra, env=env, cwd=cwd)
     if change == "patches":  # the full path loads the series, and refuses a stray file
         assert r.code == 2 and "README: not a patch file name" in r.err, r.err
         assert state.read_bytes() == before and memo.read_bytes() == kept
@@ -157,26 +157,24 @@ def test_a_changed_input_takes_the_full_skip(many: dict[str, Any], change: str,
 
 def test_a_held_lock_is_said_by_the_full_skip_and_nothing_moves(
         many: dict[str, Any]) -> None:
-    loop = many
-    _stopped_twice(loop)
-    before = _files(loop)
-    lock = loop["up"].path / ".git" / "carry" / "rebase.lock"
+    _stopped_twice(many)
+    before = _files(many)
+    lock = many["up"].path / ".git" / "carry" / "rebase.lock"
     fd = os.open(lock, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        r = _skip(loop)
+        r = _skip(many)
     finally:
         os.close(fd)
     assert r.code != 0 and f"pid {os.getpid()}" in r.err, r.err
-    assert _files(loop) == before
-    assert "CONFLICT in 0003" in _skip(loop).out  # kept, once the lock is free
+    assert _files(many) == before
+    assert "CONFLICT in 0003" in _skip(many).out  # kept, once the lock is free
 
 
 def test_abort_removes_the_kept_skips(many: dict[str, Any]) -> None:
-    loop = many
-    _stopped_twice(loop)
-    assert run_carry(*loop["args"], "--abort").code == 0
-    assert not list(loop["state"].parent.glob("*"))
+    _stopped_twice(many)
+    assert run_carry(*many["args"], "--abort").code == 0
+    assert not list(many["state"].parent.glob("*"))
 
 
 def test_a_memo_that_cannot_be_written_costs_only_speed(many: dict[str, Any]) -> None:
